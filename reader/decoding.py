@@ -1,0 +1,173 @@
+"""Span decoding from start/end logits: the part transformers 5 no longer does for us.
+
+Scores are raw logit sums (start + end), never a softmax per window, so a span from one window or passage
+can be ranked against a span from any other; the null score is the CLS position's start + end logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class WindowLogits:
+    """One model window over (question, passage) and what the model said about it.
+
+    Attributes:
+        passage_index: which passage this window reads.
+        start_logits: one logit per token.
+        end_logits: one logit per token.
+        offsets: per token, (char_start, char_end) into the passage text, or None for tokens outside the passage.
+        null_index: the token whose logits mean "no answer" (CLS).
+    """
+
+    passage_index: int
+    start_logits: np.ndarray
+    end_logits: np.ndarray
+    offsets: Sequence[tuple[int, int] | None]
+    null_index: int = 0
+
+    @property
+    def null_score(self) -> float:
+        return float(self.start_logits[self.null_index] + self.end_logits[self.null_index])
+
+
+@dataclass(frozen=True)
+class SpanCandidate:
+    """A span of one passage: ``passage_text[char_start:char_end]``."""
+
+    passage_index: int
+    char_start: int
+    char_end: int
+    score: float
+    null_score: float
+    start_token: int
+    end_token: int
+
+    @property
+    def margin(self) -> float:
+        """How much better than "no answer" the model found this span (in logits)."""
+        return self.score - self.null_score
+
+
+def window_spans(
+    window: WindowLogits, *, max_answer_tokens: int = 30, top_n: int = 20
+) -> list[SpanCandidate]:
+    """The ``top_n`` best spans of one window.
+
+    A span starts and ends on passage tokens, has ``end >= start`` and at most ``max_answer_tokens`` tokens.
+
+    Args:
+        window: the window's logits and offsets.
+        max_answer_tokens: the longest span, in tokens.
+        top_n: how many spans to return.
+
+    Returns:
+        Spans, best first.
+    """
+    context = np.array([o is not None and o[1] > o[0] for o in window.offsets], dtype=bool)
+    positions = np.flatnonzero(context)
+    if positions.size == 0 or top_n <= 0:
+        return []
+    starts = np.asarray(window.start_logits, dtype=np.float64)[positions]
+    ends = np.asarray(window.end_logits, dtype=np.float64)[positions]
+    scores = starts[:, None] + ends[None, :]
+    gap = positions[None, :] - positions[:, None]
+    valid = (gap >= 0) & (gap < max_answer_tokens)
+    scores = np.where(valid, scores, -np.inf)
+    flat = scores.ravel()
+    n_valid = int(valid.sum())
+    k = min(top_n, n_valid)
+    if k == 0:
+        return []
+    best = np.argpartition(-flat, k - 1)[:k]
+    best = best[np.argsort(-flat[best], kind="stable")]
+    null = window.null_score
+    out: list[SpanCandidate] = []
+    for flat_index in best:
+        i, j = divmod(int(flat_index), positions.size)
+        start_tok, end_tok = int(positions[i]), int(positions[j])
+        start_offset = window.offsets[start_tok]
+        end_offset = window.offsets[end_tok]
+        assert start_offset is not None and end_offset is not None
+        out.append(
+            SpanCandidate(
+                passage_index=window.passage_index,
+                char_start=start_offset[0],
+                char_end=end_offset[1],
+                score=float(flat[flat_index]),
+                null_score=null,
+                start_token=start_tok,
+                end_token=end_tok,
+            )
+        )
+    return out
+
+
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink ``[start, end)`` so it neither starts nor ends with whitespace (byte-BPE offsets can)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def drop_overlapping(candidates: Sequence[SpanCandidate]) -> list[SpanCandidate]:
+    """Keep the best of every group of spans that overlap in the same passage; best first."""
+    kept: list[SpanCandidate] = []
+    for cand in sorted(candidates, key=lambda c: c.score, reverse=True):
+        if any(
+            k.passage_index == cand.passage_index and cand.char_start < k.char_end and k.char_start < cand.char_end
+            for k in kept
+        ):
+            continue
+        kept.append(cand)
+    return kept
+
+
+def decode(
+    windows: Sequence[WindowLogits],
+    passages: Sequence[str],
+    *,
+    max_answer_tokens: int = 30,
+    top_n_per_window: int = 20,
+    top_k: int = 5,
+) -> list[SpanCandidate]:
+    """Best spans over all windows of all passages, overlapping duplicates dropped, best first.
+
+    Args:
+        windows: every window of every passage.
+        passages: the passage texts (for trimming whitespace at span edges).
+        max_answer_tokens: the longest span in tokens.
+        top_n_per_window: candidates taken from each window before ranking.
+        top_k: how many spans to return.
+
+    Returns:
+        Up to ``top_k`` spans with non-empty text.
+    """
+    candidates: list[SpanCandidate] = []
+    for window in windows:
+        for cand in window_spans(window, max_answer_tokens=max_answer_tokens, top_n=top_n_per_window):
+            start, end = trim_span(passages[cand.passage_index], cand.char_start, cand.char_end)
+            if end <= start:
+                continue
+            if (start, end) != (cand.char_start, cand.char_end):
+                cand = SpanCandidate(
+                    cand.passage_index, start, end, cand.score, cand.null_score, cand.start_token, cand.end_token
+                )
+            candidates.append(cand)
+    return drop_overlapping(candidates)[:top_k]
+
+
+def min_null_score(windows: Sequence[WindowLogits]) -> dict[int, float]:
+    """Per passage, the lowest null score over its windows (the window most sure an answer is there)."""
+    out: dict[int, float] = {}
+    for window in windows:
+        score = window.null_score
+        if window.passage_index not in out or score < out[window.passage_index]:
+            out[window.passage_index] = score
+    return out

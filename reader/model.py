@@ -1,0 +1,202 @@
+"""Loading a span-extraction model and running it over (question, passage) windows.
+
+torch and transformers are imported lazily: importing them costs seconds, and the CLI should not pay
+that for commands that never read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from spanqa.settings import DEFAULT_READER_MODEL
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+SHIPPED_MODELS_DIR = Path(__file__).resolve().parent / "models"
+
+
+class ReaderLoadError(RuntimeError):
+    """The reader model or its tokenizer cannot be loaded."""
+
+
+def resolve_reader_model(name_or_path: str) -> str:
+    """Map the configured reader to something ``from_pretrained`` can load.
+
+    Shipped model names resolve to ``reader/models/<name>``; an existing path is used as is; anything else
+    is taken for a model-hub name.
+    """
+    shipped = SHIPPED_MODELS_DIR / name_or_path
+    if shipped.is_dir():
+        return str(shipped)
+    expanded = os.path.expanduser(name_or_path)
+    if os.path.exists(expanded):
+        return expanded
+    if name_or_path == DEFAULT_READER_MODEL:
+        raise ReaderLoadError(
+            f"the shipped reader '{DEFAULT_READER_MODEL}' is missing from {SHIPPED_MODELS_DIR}; "
+            "set SPANQA_READER_MODEL to a trained model's path or hub name"
+        )
+    return name_or_path
+
+
+def load_reader_model(name_or_path: str, *, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load an ``AutoModelForQuestionAnswering`` and its fast tokenizer, in eval mode, as float32.
+
+    Raises:
+        ReaderLoadError: with a one-line reason and the setting that fixes it.
+    """
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    location = resolve_reader_model(name_or_path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        model = AutoModelForQuestionAnswering.from_pretrained(location, dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReaderLoadError(
+            f"cannot load reader '{name_or_path}' ({reason}); set SPANQA_READER_MODEL to a local model "
+            "directory, or a hub name with network access"
+        ) from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise ReaderLoadError(f"reader '{name_or_path}' has no fast tokenizer; span offsets need one")
+    model.eval()
+    model.to(device)
+    return model, tokenizer
+
+
+@dataclass(frozen=True)
+class Window:
+    """One tokenized (question, passage) window ready for the model."""
+
+    item_index: int
+    passage_index: int
+    input_ids: list[int]
+    token_type_ids: list[int] | None
+    offsets: list[tuple[int, int] | None]
+    null_index: int
+
+
+def truncate_question(tokenizer: PreTrainedTokenizerBase, question: str, max_tokens: int) -> str:
+    """Cut ``question`` after ``max_tokens`` tokens, on a token boundary."""
+    encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = encoded["offset_mapping"]
+    if len(offsets) <= max_tokens:
+        return question
+    return question[: offsets[max_tokens - 1][1]]
+
+
+def make_windows(
+    tokenizer: PreTrainedTokenizerBase,
+    question: str,
+    passages: list[str],
+    *,
+    item_index: int = 0,
+    max_seq_len: int = 384,
+    doc_stride: int = 128,
+    max_question_tokens: int = 64,
+) -> list[Window]:
+    """Tokenize ``question`` against each passage in overlapping windows.
+
+    Args:
+        tokenizer: a fast tokenizer (offsets are needed).
+        question: the question; cut at ``max_question_tokens`` tokens.
+        passages: the passage texts.
+        item_index: carried into each window so batches can mix questions.
+        max_seq_len: tokens per window, special tokens included.
+        doc_stride: tokens shared by consecutive windows of a passage.
+        max_question_tokens: the longest question in tokens.
+
+    Returns:
+        Every window of every passage; ``offsets`` are None outside the passage.
+    """
+    if not passages:
+        return []
+    question = truncate_question(tokenizer, question.strip(), max_question_tokens)
+    question_len = len(tokenizer(question, add_special_tokens=False)["input_ids"])
+    specials = tokenizer.num_special_tokens_to_add(pair=True)
+    room = max_seq_len - question_len - specials
+    if room < 8:
+        raise ValueError(f"max_seq_len={max_seq_len} leaves no room for the passage after the question")
+    stride = max(0, min(doc_stride, room - 1))
+    pad_right = tokenizer.padding_side == "right"
+    encoded = tokenizer(
+        [question] * len(passages) if pad_right else passages,
+        passages if pad_right else [question] * len(passages),
+        truncation="only_second" if pad_right else "only_first",
+        max_length=max_seq_len,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding=False,
+    )
+    context_id = 1 if pad_right else 0
+    cls_id = tokenizer.cls_token_id
+    windows: list[Window] = []
+    for w in range(len(encoded["input_ids"])):
+        seq_ids = encoded.sequence_ids(w)
+        ids = encoded["input_ids"][w]
+        offsets: list[tuple[int, int] | None] = [
+            (int(o[0]), int(o[1])) if s == context_id else None
+            for o, s in zip(encoded["offset_mapping"][w], seq_ids, strict=True)
+        ]
+        null_index = ids.index(cls_id) if cls_id is not None and cls_id in ids else 0
+        windows.append(
+            Window(
+                item_index=item_index,
+                passage_index=int(encoded["overflow_to_sample_mapping"][w]),
+                input_ids=list(ids),
+                token_type_ids=list(encoded["token_type_ids"][w]) if "token_type_ids" in encoded else None,
+                offsets=offsets,
+                null_index=null_index,
+            )
+        )
+    return windows
+
+
+def length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length (less padding), longest first."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def run_windows(
+    model: Any, tokenizer: PreTrainedTokenizerBase, windows: list[Window], *, batch_size: int = 16
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Start and end logits for every window, batched by length; results in ``windows`` order."""
+    import torch
+
+    results: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(windows)
+    device = next(model.parameters()).device
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    for batch in length_batches([len(w.input_ids) for w in windows], batch_size):
+        width = max(len(windows[i].input_ids) for i in batch)
+        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        token_types = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, i in enumerate(batch):
+            n = len(windows[i].input_ids)
+            input_ids[row, :n] = torch.tensor(windows[i].input_ids)
+            attention[row, :n] = 1
+            if windows[i].token_type_ids is not None:
+                token_types[row, :n] = torch.tensor(windows[i].token_type_ids)
+        inputs = {"input_ids": input_ids.to(device), "attention_mask": attention.to(device)}
+        if windows[batch[0]].token_type_ids is not None:
+            inputs["token_type_ids"] = token_types.to(device)
+        with torch.inference_mode():
+            out = model(**inputs)
+        starts = out.start_logits.float().cpu().numpy()
+        ends = out.end_logits.float().cpu().numpy()
+        for row, i in enumerate(batch):
+            n = len(windows[i].input_ids)
+            results[i] = (starts[row, :n], ends[row, :n])
+    return [r for r in results if r is not None]

@@ -1,0 +1,166 @@
+"""SQuAD-format data and the official v1.1 / v2.0 scoring (EM and F1).
+
+Normalization follows the official evaluation script: lowercase, strip punctuation, drop the articles
+a/an/the, collapse whitespace; the score of a prediction is its best over the gold answers.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+@dataclass(frozen=True)
+class SquadAnswer:
+    text: str
+    start: int
+
+
+@dataclass(frozen=True)
+class SquadExample:
+    """One question over one paragraph; ``answers`` is empty when the question is unanswerable."""
+
+    id: str
+    title: str
+    context: str
+    question: str
+    answers: tuple[SquadAnswer, ...] = field(default_factory=tuple)
+    is_impossible: bool = False
+    article_index: int = 0
+    paragraph_index: int = 0
+
+
+class SquadFormatError(ValueError):
+    """The file is not SQuAD-format JSON."""
+
+
+def load_squad(path: str | Path) -> list[SquadExample]:
+    """Read a SQuAD v1.1 or v2.0 JSON file.
+
+    Args:
+        path: the file.
+
+    Returns:
+        One example per question, in file order.
+
+    Raises:
+        SquadFormatError: when the file is not SQuAD-format JSON.
+    """
+    try:
+        with Path(path).open(encoding="utf-8") as fh:
+            raw = json.load(fh)
+        articles = raw["data"]
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SquadFormatError(f"{path}: not a SQuAD-format JSON file ({exc})") from exc
+    examples: list[SquadExample] = []
+    for a_index, article in enumerate(articles):
+        title = str(article.get("title", ""))
+        for p_index, paragraph in enumerate(article.get("paragraphs", [])):
+            context = paragraph["context"]
+            for qa in paragraph.get("qas", []):
+                answers = tuple(
+                    SquadAnswer(text=ans["text"], start=int(ans["answer_start"]))
+                    for ans in qa.get("answers", [])
+                )
+                examples.append(
+                    SquadExample(
+                        id=str(qa["id"]),
+                        title=title,
+                        context=context,
+                        question=qa["question"],
+                        answers=answers,
+                        is_impossible=bool(qa.get("is_impossible", False)) or not answers,
+                        article_index=a_index,
+                        paragraph_index=p_index,
+                    )
+                )
+    return examples
+
+
+def normalize_answer(text: str) -> str:
+    """The official SQuAD normalization: lowercase, no punctuation, no articles, single spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction: str, gold: str) -> float:
+    pred_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    if not pred_tokens or not gold_tokens:
+        # v2.0 rule: an empty answer scores 1 only against an empty gold answer.
+        return float(pred_tokens == gold_tokens)
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(pred_tokens)
+    recall = overlap / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def score_prediction(prediction: str, golds: Iterable[str]) -> tuple[float, float]:
+    """EM and F1 of one prediction, each the best over the gold answers (empty gold list = unanswerable)."""
+    gold_list = [g for g in golds if normalize_answer(g)] or [""]
+    em = max(exact_match(prediction, g) for g in gold_list)
+    f1 = max(f1_score(prediction, g) for g in gold_list)
+    return em, f1
+
+
+def evaluate_predictions(
+    examples: Iterable[SquadExample], predictions: Mapping[str, str]
+) -> dict[str, float]:
+    """SQuAD metrics over ``examples`` (percentages); HasAns/NoAns splits when unanswerable questions exist.
+
+    Args:
+        examples: the questions with their gold answers.
+        predictions: question id -> predicted text ("" means the reader abstained).
+
+    Returns:
+        ``exact_match``, ``f1``, ``total``, and ``HasAns_*`` / ``NoAns_*`` when both kinds occur.
+    """
+    has_em: list[float] = []
+    has_f1: list[float] = []
+    no_em: list[float] = []
+    for ex in examples:
+        prediction = predictions.get(ex.id, "")
+        em, f1 = score_prediction(prediction, [a.text for a in ex.answers])
+        if ex.is_impossible:
+            no_em.append(em)
+        else:
+            has_em.append(em)
+            has_f1.append(f1)
+    total = len(has_em) + len(no_em)
+    if total == 0:
+        return {"exact_match": 0.0, "f1": 0.0, "total": 0}
+    metrics: dict[str, float] = {
+        "exact_match": 100.0 * (sum(has_em) + sum(no_em)) / total,
+        "f1": 100.0 * (sum(has_f1) + sum(no_em)) / total,
+        "total": total,
+    }
+    if no_em:
+        metrics.update(
+            {
+                "HasAns_total": len(has_em),
+                "HasAns_exact": 100.0 * sum(has_em) / len(has_em) if has_em else 0.0,
+                "HasAns_f1": 100.0 * sum(has_f1) / len(has_f1) if has_f1 else 0.0,
+                "NoAns_total": len(no_em),
+                "NoAns_exact": 100.0 * sum(no_em) / len(no_em),
+            }
+        )
+    return metrics

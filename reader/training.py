@@ -1,0 +1,474 @@
+"""Fine-tuning an encoder for span extraction on SQuAD-format data (v1.1 and v2.0).
+
+What makes this affordable on a CPU: dynamic padding with length-grouped batches, and resumable
+stretches (a checkpoint every N steps; ``resume`` carries on from the exact batch it stopped at).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import shutil
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reader.squad import SquadExample, load_squad
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_DIR = "checkpoint"
+BEST_DIR = "best"
+STATE_FILE = "training_state.pt"
+HISTORY_FILE = "history.jsonl"
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one training run; saved with every checkpoint so ``resume`` needs only ``out_dir``."""
+
+    train_file: str
+    init: str
+    out_dir: str
+    epochs: float = 2.0
+    max_seq_len: int = 256
+    stride: int = 96
+    max_question_tokens: int = 64
+    batch_size: int = 32
+    lr: float = 1e-4
+    warmup: float = 0.05
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    max_steps: int | None = None
+    save_every: int = 200
+    eval_file: str | None = None
+    eval_limit: int = 600
+    negatives: float = 0.0
+    exclude_ids_file: str | None = None
+    seed: int = 42
+    pool_batches: int = 50
+    threads: int = 0
+    time_limit_minutes: float | None = None
+
+
+@dataclass
+class TrainResult:
+    global_step: int
+    total_steps: int
+    windows_seen: int
+    finished: bool
+    last_loss: float
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Features:
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]] | None
+    start_positions: list[int]
+    end_positions: list[int]
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def add_unanswerable_pairs(examples: Sequence[SquadExample], ratio: float, seed: int) -> list[SquadExample]:
+    """Teach abstention without SQuAD 2.0 train data: pair questions with paragraphs that lack their answer.
+
+    Half of the new pairs take another paragraph of the same article (hard: same topic), half a paragraph of
+    another article; a paragraph that contains any gold answer text is never used.
+
+    Args:
+        examples: answerable training examples.
+        ratio: new unanswerable pairs per example (0.25 adds one for every four questions).
+        seed: random seed.
+
+    Returns:
+        The new unanswerable examples.
+    """
+    if ratio <= 0:
+        return []
+    rng = random.Random(seed)
+    paragraphs: dict[int, list[str]] = {}
+    for ex in examples:
+        contexts = paragraphs.setdefault(ex.article_index, [])
+        if not contexts or contexts[-1] != ex.context:
+            contexts.append(ex.context)
+    articles = sorted(paragraphs)
+    out: list[SquadExample] = []
+    for ex in examples:
+        if rng.random() >= ratio:
+            continue
+        answers = [a.text.lower() for a in ex.answers if a.text.strip()]
+        for _ in range(10):
+            same_article = rng.random() < 0.5 and len(paragraphs[ex.article_index]) > 1
+            article = ex.article_index if same_article else rng.choice(articles)
+            context = rng.choice(paragraphs[article])
+            lowered = context.lower()
+            if context != ex.context and not any(a in lowered for a in answers):
+                out.append(
+                    SquadExample(
+                        id=f"{ex.id}-unanswerable",
+                        title=ex.title,
+                        context=context,
+                        question=ex.question,
+                        answers=(),
+                        is_impossible=True,
+                        article_index=article,
+                    )
+                )
+                break
+    return out
+
+
+def featurize(
+    tokenizer: Any,
+    examples: Sequence[SquadExample],
+    *,
+    max_seq_len: int,
+    stride: int,
+    max_question_tokens: int,
+    chunk: int = 2000,
+) -> Features:
+    """Tokenize examples into training windows with start/end token targets (CLS when no answer is inside)."""
+    input_ids: list[list[int]] = []
+    token_type_ids: list[list[int]] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    has_types = False
+    for offset in range(0, len(examples), chunk):
+        batch = examples[offset : offset + chunk]
+        questions = _truncate_questions(tokenizer, [ex.question.strip() for ex in batch], max_question_tokens)
+        encoded = tokenizer(
+            questions,
+            [ex.context for ex in batch],
+            truncation="only_second",
+            max_length=max_seq_len,
+            stride=stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding=False,
+        )
+        has_types = "token_type_ids" in encoded
+        for w, ids in enumerate(encoded["input_ids"]):
+            ex = batch[encoded["overflow_to_sample_mapping"][w]]
+            seq_ids = encoded.sequence_ids(w)
+            offsets = encoded["offset_mapping"][w]
+            cls_index = ids.index(tokenizer.cls_token_id) if tokenizer.cls_token_id in ids else 0
+            start_tok = end_tok = cls_index
+            if ex.answers and not ex.is_impossible:
+                answer = ex.answers[0]
+                a_start, a_end = answer.start, answer.start + len(answer.text)
+                context_tokens = [i for i, s in enumerate(seq_ids) if s == 1]
+                first, last = context_tokens[0], context_tokens[-1]
+                if offsets[first][0] <= a_start and offsets[last][1] >= a_end:
+                    i = first
+                    while i <= last and offsets[i][0] <= a_start:
+                        i += 1
+                    start_tok = i - 1
+                    j = last
+                    while j >= first and offsets[j][1] >= a_end:
+                        j -= 1
+                    end_tok = j + 1
+            input_ids.append(ids)
+            if has_types:
+                token_type_ids.append(encoded["token_type_ids"][w])
+            starts.append(start_tok)
+            ends.append(end_tok)
+    return Features(input_ids, token_type_ids if has_types else None, starts, ends)
+
+
+def _truncate_questions(tokenizer: Any, questions: list[str], max_tokens: int) -> list[str]:
+    encoded = tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
+    out = []
+    for question, offsets in zip(questions, encoded["offset_mapping"], strict=True):
+        out.append(question if len(offsets) <= max_tokens else question[: offsets[max_tokens - 1][1]])
+    return out
+
+
+def length_grouped_batches(lengths: Sequence[int], batch_size: int, pool_batches: int, seed: int) -> list[list[int]]:
+    """Shuffle, sort within pools of ``pool_batches`` batches by length, cut into batches, shuffle the batches.
+
+    Deterministic for a given seed, so a resumed run sees the same order.
+    """
+    rng = random.Random(seed)
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    pool = batch_size * max(1, pool_batches)
+    batches: list[list[int]] = []
+    for p in range(0, len(order), pool):
+        members = sorted(order[p : p + pool], key=lambda i: lengths[i], reverse=True)
+        batches.extend(members[b : b + batch_size] for b in range(0, len(members), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def train(
+    config: TrainConfig,
+    *,
+    resume: bool = False,
+    on_step: Callable[[int, int, float, float], None] | None = None,
+) -> TrainResult:
+    """Fine-tune ``config.init`` for span extraction; checkpoints go to ``config.out_dir``.
+
+    Args:
+        config: the run's settings (with ``resume`` the saved ones win, except stopping rules).
+        resume: carry on from ``out_dir/checkpoint``.
+        on_step: called after each step with (step, total_steps, loss, windows_per_s).
+
+    Returns:
+        Where the run stopped and the evaluation history.
+    """
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    out_dir = Path(config.out_dir)
+    checkpoint = out_dir / CHECKPOINT_DIR
+    state: dict[str, Any] | None = None
+    if resume:
+        if not (checkpoint / STATE_FILE).is_file():
+            raise FileNotFoundError(f"no checkpoint to resume in {checkpoint}")
+        state = torch.load(checkpoint / STATE_FILE, weights_only=False)
+        saved = TrainConfig(**state["config"])
+        saved.max_steps = config.max_steps or saved.max_steps
+        saved.time_limit_minutes = config.time_limit_minutes
+        saved.threads = config.threads or saved.threads
+        saved.eval_file = config.eval_file or saved.eval_file
+        config = saved
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+
+    model_source = str(checkpoint) if state else config.init
+    tokenizer = AutoTokenizer.from_pretrained(model_source)
+    model = AutoModelForQuestionAnswering.from_pretrained(model_source, dtype=torch.float32)
+    model.train()
+
+    examples = [ex for ex in load_squad(config.train_file)]
+    if config.exclude_ids_file:
+        excluded = set(Path(config.exclude_ids_file).read_text(encoding="utf-8").split())
+        examples = [ex for ex in examples if ex.id not in excluded]
+    examples.extend(add_unanswerable_pairs([e for e in examples if not e.is_impossible], config.negatives, config.seed))
+    started = time.perf_counter()
+    features = featurize(
+        tokenizer,
+        examples,
+        max_seq_len=config.max_seq_len,
+        stride=config.stride,
+        max_question_tokens=config.max_question_tokens,
+    )
+    logger.info(
+        "%d examples -> %d training windows in %.1fs", len(examples), len(features), time.perf_counter() - started
+    )
+    lengths = [len(ids) for ids in features.input_ids]
+    batches_per_epoch = math.ceil(len(features) / config.batch_size)
+    total_steps = config.max_steps or max(1, int(batches_per_epoch * config.epochs))
+
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": config.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+    optimizer = torch.optim.AdamW(groups, lr=config.lr)
+    warmup_steps = int(config.warmup * total_steps) if config.warmup < 1 else int(config.warmup)
+
+    def lr_factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / max(1, warmup_steps)
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    global_step = 0
+    windows_seen = 0
+    history: list[dict[str, Any]] = []
+    best_f1 = -1.0
+    train_seconds = 0.0
+    if state:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        global_step = state["global_step"]
+        windows_seen = state["windows_seen"]
+        best_f1 = state.get("best_f1", -1.0)
+        train_seconds = state.get("train_seconds", 0.0)
+        torch.set_rng_state(state["torch_rng"])
+        history = _read_history(out_dir)
+        logger.info("resumed at step %d of %d", global_step, total_steps)
+
+    eval_examples = load_squad(config.eval_file)[: config.eval_limit] if config.eval_file else []
+    stop_requested = False
+
+    def request_stop(signum: int, frame: Any) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+        logger.warning("signal %d: saving a checkpoint at the end of this step", signum)
+
+    previous_handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    run_started = time.perf_counter()
+    last_loss = float("nan")
+
+    def save(evaluate: bool) -> None:
+        nonlocal best_f1
+        record: dict[str, Any] = {
+            "step": global_step,
+            "windows": windows_seen,
+            "epoch": round(global_step / batches_per_epoch, 4),
+            "train_minutes": round((train_seconds + time.perf_counter() - run_started) / 60, 1),
+            "loss": round(last_loss, 4),
+        }
+        if evaluate and eval_examples:
+            model.eval()
+            metrics = _evaluate_in_memory(model, tokenizer, eval_examples)
+            model.train()
+            record.update({"eval_questions": len(eval_examples), "em": round(metrics["exact_match"], 2), "f1": round(metrics["f1"], 2)})
+            if metrics["f1"] > best_f1:
+                best_f1 = metrics["f1"]
+                _save_model(model, tokenizer, out_dir / BEST_DIR)
+                record["best"] = True
+        _save_checkpoint(
+            checkpoint,
+            model,
+            tokenizer,
+            {
+                "config": asdict(config),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "global_step": global_step,
+                "windows_seen": windows_seen,
+                "best_f1": best_f1,
+                "train_seconds": train_seconds + time.perf_counter() - run_started,
+                "torch_rng": torch.get_rng_state(),
+            },
+        )
+        history.append(record)
+        with (out_dir / HISTORY_FILE).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        logger.info("checkpoint: %s", record)
+
+    try:
+        rate_started, rate_windows = time.perf_counter(), 0
+        while global_step < total_steps and not stop_requested:
+            epoch = global_step // batches_per_epoch
+            batches = length_grouped_batches(lengths, config.batch_size, config.pool_batches, config.seed + epoch)
+            for batch in batches[global_step - epoch * batches_per_epoch :]:
+                inputs = _collate(features, batch, tokenizer.pad_token_id or 0)
+                loss = model(**inputs).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                global_step += 1
+                windows_seen += len(batch)
+                rate_windows += len(batch)
+                last_loss = float(loss.detach())
+                rate = rate_windows / max(time.perf_counter() - rate_started, 1e-9)
+                if on_step is not None:
+                    on_step(global_step, total_steps, last_loss, rate)
+                if global_step % 20 == 0:
+                    logger.info("step %d/%d loss %.4f %.1f windows/s", global_step, total_steps, last_loss, rate)
+                out_of_time = (
+                    config.time_limit_minutes is not None
+                    and time.perf_counter() - run_started > config.time_limit_minutes * 60
+                )
+                if out_of_time:
+                    stop_requested = True
+                if global_step % config.save_every == 0 or global_step >= total_steps or stop_requested:
+                    save(evaluate=global_step % config.save_every == 0 or global_step >= total_steps)
+                if global_step >= total_steps or stop_requested:
+                    break
+    finally:
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+    return TrainResult(
+        global_step=global_step,
+        total_steps=total_steps,
+        windows_seen=windows_seen,
+        finished=global_step >= total_steps,
+        last_loss=last_loss,
+        history=history,
+    )
+
+
+def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str, Any]:
+    import torch
+
+    width = max(len(features.input_ids[i]) for i in batch)
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
+    types = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, i in enumerate(batch):
+        n = len(features.input_ids[i])
+        input_ids[row, :n] = torch.tensor(features.input_ids[i])
+        attention[row, :n] = 1
+        if features.token_type_ids is not None:
+            types[row, :n] = torch.tensor(features.token_type_ids[i])
+    inputs: dict[str, Any] = {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "start_positions": torch.tensor([features.start_positions[i] for i in batch]),
+        "end_positions": torch.tensor([features.end_positions[i] for i in batch]),
+    }
+    if features.token_type_ids is not None:
+        inputs["token_type_ids"] = types
+    return inputs
+
+
+def _evaluate_in_memory(model: Any, tokenizer: Any, examples: Sequence[SquadExample]) -> dict[str, Any]:
+    from reader.evaluation import evaluate_reader
+    from reader.reader import ExtractiveReader
+
+    reader = ExtractiveReader.from_loaded(model, tokenizer, batch_size=64)
+    return evaluate_reader(reader, examples)
+
+
+def _save_model(model: Any, tokenizer: Any, directory: Path) -> None:
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(directory, ignore_errors=True)
+    tmp.rename(directory)
+
+
+def _save_checkpoint(directory: Path, model: Any, tokenizer: Any, state: dict[str, Any]) -> None:
+    """Write the whole checkpoint beside the old one, then swap: a kill never leaves half a checkpoint."""
+    import torch
+
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    torch.save(state, tmp / STATE_FILE)
+    old = directory.with_name(directory.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if directory.exists():
+        directory.rename(old)
+    tmp.rename(directory)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _read_history(out_dir: Path) -> list[dict[str, Any]]:
+    path = out_dir / HISTORY_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def export_model(source: str | Path, destination: str | Path, *, half: bool = True) -> Path:
+    """Copy a trained reader for shipping: safetensors weights (fp16 halves the size) and tokenizer files."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    model = AutoModelForQuestionAnswering.from_pretrained(str(source), dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    if half:
+        model = model.half()
+    destination = Path(destination)
+    _save_model(model, tokenizer, destination)
+    return destination

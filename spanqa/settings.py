@@ -1,0 +1,188 @@
+"""One Settings object for every component: defaults < ``spanqa.toml`` < ``SPANQA_*`` env vars < overrides.
+
+Kept free of heavy imports: the CLI builds Settings before it knows whether a model is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+ENV_PREFIX = "SPANQA_"
+CONFIG_FILE_NAME = "spanqa.toml"
+DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_READER_MODEL = "spanqa-reader-minilm"
+SECRET_FIELDS = frozenset({"qdrant_api_key"})
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used (bad type, unknown key, unreadable config file)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a spanqa component can be configured with.
+
+    Every field can be set as ``SPANQA_<FIELD NAME IN UPPER CASE>`` or as a key of ``spanqa.toml``.
+    """
+
+    data_dir: Path = Path(".spanqa")
+    database_url: str | None = None
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    qdrant_timeout_s: float = 30.0
+    broker_url: str | None = None
+
+    retriever_model: str = DEFAULT_RETRIEVER_MODEL
+    retriever_batch_size: int = 64
+    retriever_max_seq_len: int = 256
+    chunk_tokens: int = 200
+    chunk_overlap: int = 40
+    max_file_mb: float = 200.0
+
+    reader_model: str = DEFAULT_READER_MODEL
+    reader_batch_size: int = 16
+    max_seq_len: int = 384
+    doc_stride: int = 128
+    max_question_tokens: int = 64
+    max_answer_tokens: int = 30
+    no_answer_threshold: float = 0.0
+    retriever_weight: float = 0.3
+
+    passages: int = 10
+    answers: int = 3
+    device: str = "cpu"
+    torch_threads: int = 0
+
+    @property
+    def catalog_url(self) -> str:
+        """The SQLAlchemy URL of the catalog: ``database_url`` or a SQLite file in the data directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'catalog.sqlite3').resolve()}"
+
+    @property
+    def qdrant_path(self) -> Path:
+        """Where the embedded Qdrant Edge store lives when no ``qdrant_url`` is set."""
+        return self.data_dir / "qdrant"
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with ``changes`` applied (values given as strings are converted)."""
+        converted = {name: _convert(name, value) for name, value in changes.items()}
+        return dataclasses.replace(self, **converted)
+
+    def public_dict(self) -> dict[str, Any]:
+        """All settings as plain values, secrets masked: safe to print or log."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in SECRET_FIELDS and value:
+                value = "***"
+            out[f.name] = str(value) if isinstance(value, Path) else value
+        return out
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        config_file: str | Path | None = None,
+        environ: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Build Settings from defaults, an optional config file, the environment and overrides.
+
+        Args:
+            config_file: a TOML file; default ``$SPANQA_CONFIG`` or ``./spanqa.toml`` when it exists.
+            environ: the environment to read (default ``os.environ``).
+            overrides: values that win over everything else (``None`` values are ignored).
+
+        Returns:
+            The settings.
+
+        Raises:
+            SettingsError: an unknown key, a value of the wrong type, or an unreadable config file.
+        """
+        env = dict(os.environ if environ is None else environ)
+        values: dict[str, Any] = {}
+        path = Path(config_file) if config_file else None
+        if path is None and env.get(f"{ENV_PREFIX}CONFIG"):
+            path = Path(env[f"{ENV_PREFIX}CONFIG"])
+        if path is None and Path(CONFIG_FILE_NAME).is_file():
+            path = Path(CONFIG_FILE_NAME)
+        if path is not None:
+            values.update(_read_config_file(path))
+        known = {f.name for f in fields(cls)}
+        for key, raw in env.items():
+            if not key.startswith(ENV_PREFIX) or key == f"{ENV_PREFIX}CONFIG":
+                continue
+            name = key[len(ENV_PREFIX) :].lower()
+            if name in known:
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")
+        return cls(**{name: _convert(name, value) for name, value in values.items()})
+
+
+def setting_names() -> list[str]:
+    """The names of every setting (lower case, as in ``spanqa.toml``)."""
+    return [f.name for f in fields(Settings)]
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"config file not found: {path}") from exc
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc}") from exc
+    # Accept both a flat file and one with a [spanqa] table.
+    if isinstance(data.get("spanqa"), dict):
+        data = data["spanqa"]
+    return data
+
+
+_TYPES: dict[str, Any] = {}
+
+
+def _field_type(name: str) -> Any:
+    if not _TYPES:
+        _TYPES.update(get_type_hints(Settings))
+    return _TYPES[name]
+
+
+def _convert(name: str, value: Any) -> Any:
+    if name not in {f.name for f in fields(Settings)}:
+        raise SettingsError(f"unknown setting: {name}")
+    kind = _field_type(name)
+    optional = "None" in str(kind)
+    if value is None or (optional and isinstance(value, str) and value.strip() in {"", "none", "None"}):
+        if optional:
+            return None
+        raise SettingsError(f"setting {name} needs a value")
+    base = kind if not optional else next(a for a in kind.__args__ if a is not type(None))
+    try:
+        if base is Path:
+            return Path(os.path.expanduser(str(value)))
+        if base is bool:
+            if isinstance(value, bool):
+                return value
+            return str(value).strip().lower() in {"1", "true", "yes", "on"}
+        if base is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if base is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(f"setting {name}={value!r} is not a valid {base.__name__}") from exc
+
+
+__all__ = ["DEFAULT_READER_MODEL", "DEFAULT_RETRIEVER_MODEL", "Settings", "SettingsError", "setting_names"]

@@ -1,0 +1,146 @@
+"""Plain dataclasses every layer shares. No heavy imports here."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+CHUNK_ID_NAMESPACE = uuid.UUID("6f1c1a52-4bb1-4d36-9c1e-2a8e1f5f0b7d")
+
+
+class DocumentStatus(StrEnum):
+    INDEXED = "indexed"
+    FAILED = "failed"
+    DELETED = "deleted"
+
+
+class IndexStatus(StrEnum):
+    BUILDING = "building"
+    ACTIVE = "active"
+    RETIRED = "retired"
+
+
+@dataclass
+class Document:
+    """One source file and the text extracted from it (answers are offsets into ``text``)."""
+
+    id: str
+    path: str
+    relative_path: str
+    sha256: str
+    size: int
+    mtime: float
+    format: str
+    status: DocumentStatus = DocumentStatus.INDEXED
+    error: str | None = None
+    page_count: int | None = None
+    text: str = ""
+    num_chunks: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A window of a document's text; ``document.text[char_start:char_end] == text``."""
+
+    id: str
+    document_id: str
+    ordinal: int
+    char_start: int
+    char_end: int
+    text: str
+    page: int | None = None
+
+    @staticmethod
+    def make_id(document_id: str, ordinal: int, text: str) -> str:
+        """Deterministic chunk id: the same document, position and text always give the same id."""
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return str(uuid.uuid5(CHUNK_ID_NAMESPACE, f"{document_id}:{ordinal}:{digest}"))
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk found by the retriever, with its score and where it lives."""
+
+    chunk_id: str
+    document_id: str
+    path: str
+    text: str
+    char_start: int
+    char_end: int
+    score: float
+    page: int | None = None
+    ordinal: int = 0
+    rank: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An exact span of a document; ``document.text[char_start:char_end] == text``."""
+
+    text: str
+    score: float
+    path: str
+    document_id: str
+    char_start: int
+    char_end: int
+    page: int | None
+    passage: Passage
+    reader_score: float
+    retriever_score: float
+    context: str = ""
+    context_start: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "score": self.score,
+            "path": self.path,
+            "document_id": self.document_id,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "page": self.page,
+            "reader_score": self.reader_score,
+            "retriever_score": self.retriever_score,
+            "context": self.context,
+            "passage": {
+                "chunk_id": self.passage.chunk_id,
+                "char_start": self.passage.char_start,
+                "char_end": self.passage.char_end,
+                "score": self.passage.score,
+                "rank": self.passage.rank,
+            },
+        }
+
+
+@dataclass
+class IndexVersion:
+    """One vector collection: which model filled it and whether questions are answered from it."""
+
+    id: int
+    model_name: str
+    dimension: int
+    collection: str
+    status: IndexStatus
+    created_at: datetime | None = None
+
+
+@dataclass
+class Job:
+    """Background or inline work shown by ``spanqa jobs``."""
+
+    id: str
+    kind: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    state: str = "pending"
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    error: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
