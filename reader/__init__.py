@@ -1,1 +1,1 @@
-"""Stage 2: the span-extraction reader (windows, start/end logits -> scored spans), training and SQuAD eval."""
+"""Stage 2: the span-extraction reader (windows, logits -> scored spans), training and SQuAD eval."""

@@ -20,7 +20,7 @@ class WindowLogits:
         passage_index: which passage this window reads.
         start_logits: one logit per token.
         end_logits: one logit per token.
-        offsets: per token, (char_start, char_end) into the passage text, or None for tokens outside the passage.
+        offsets: per token, (char_start, char_end) into the passage, or None outside the passage.
         null_index: the token whose logits mean "no answer" (CLS).
     """
 
@@ -121,7 +121,9 @@ def drop_overlapping(candidates: Sequence[SpanCandidate]) -> list[SpanCandidate]
     kept: list[SpanCandidate] = []
     for cand in sorted(candidates, key=lambda c: c.score, reverse=True):
         if any(
-            k.passage_index == cand.passage_index and cand.char_start < k.char_end and k.char_start < cand.char_end
+            k.passage_index == cand.passage_index
+            and cand.char_start < k.char_end
+            and k.char_start < cand.char_end
             for k in kept
         ):
             continue
@@ -157,7 +159,13 @@ def decode(
                 continue
             if (start, end) != (cand.char_start, cand.char_end):
                 cand = SpanCandidate(
-                    cand.passage_index, start, end, cand.score, cand.null_score, cand.start_token, cand.end_token
+                    cand.passage_index,
+                    start,
+                    end,
+                    cand.score,
+                    cand.null_score,
+                    cand.start_token,
+                    cand.end_token,
                 )
             candidates.append(cand)
     return drop_overlapping(candidates)[:top_k]

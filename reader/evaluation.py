@@ -47,14 +47,20 @@ def evaluate_reader(
             text = ex.context[best.char_start : best.char_end] if best else ""
             best_texts[ex.id] = text
             margins[ex.id] = best.score - result.null_score if best else float("-inf")
-            abstain = no_answer_threshold is not None and (best is None or margins[ex.id] <= no_answer_threshold)
+            abstain = no_answer_threshold is not None and (
+                best is None or margins[ex.id] <= no_answer_threshold
+            )
             predictions[ex.id] = "" if abstain else text
         if on_progress is not None:
             on_progress(len(batch))
     seconds = time.perf_counter() - started
     metrics: dict[str, Any] = dict(evaluate_predictions(examples, predictions))
     metrics.update(
-        {"windows": windows, "seconds": round(seconds, 2), "windows_per_s": round(windows / max(seconds, 1e-9), 2)}
+        {
+            "windows": windows,
+            "seconds": round(seconds, 2),
+            "windows_per_s": round(windows / max(seconds, 1e-9), 2),
+        }
     )
     if any(ex.is_impossible for ex in examples):
         metrics.update(_best_threshold(examples, best_texts, margins))

@@ -48,7 +48,9 @@ def resolve_reader_model(name_or_path: str) -> str:
     return name_or_path
 
 
-def load_reader_model(name_or_path: str, *, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+def load_reader_model(
+    name_or_path: str, *, device: str = "cpu"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load an ``AutoModelForQuestionAnswering`` and its fast tokenizer, in eval mode, as float32.
 
     Raises:

@@ -191,8 +191,10 @@ def _truncate_questions(tokenizer: Any, questions: list[str], max_tokens: int) -
     return out
 
 
-def length_grouped_batches(lengths: Sequence[int], batch_size: int, pool_batches: int, seed: int) -> list[list[int]]:
-    """Shuffle, sort within pools of ``pool_batches`` batches by length, cut into batches, shuffle the batches.
+def length_grouped_batches(
+    lengths: Sequence[int], batch_size: int, pool_batches: int, seed: int
+) -> list[list[int]]:
+    """Shuffle; sort pools of ``pool_batches`` batches by length; cut into batches; shuffle the batches.
 
     Deterministic for a given seed, so a resumed run sees the same order.
     """
@@ -254,7 +256,9 @@ def train(
     if config.exclude_ids_file:
         excluded = set(Path(config.exclude_ids_file).read_text(encoding="utf-8").split())
         examples = [ex for ex in examples if ex.id not in excluded]
-    examples.extend(add_unanswerable_pairs([e for e in examples if not e.is_impossible], config.negatives, config.seed))
+    examples.extend(
+        add_unanswerable_pairs([e for e in examples if not e.is_impossible], config.negatives, config.seed)
+    )
     started = time.perf_counter()
     features = featurize(
         tokenizer,
@@ -264,7 +268,10 @@ def train(
         max_question_tokens=config.max_question_tokens,
     )
     logger.info(
-        "%d examples -> %d training windows in %.1fs", len(examples), len(features), time.perf_counter() - started
+        "%d examples -> %d training windows in %.1fs",
+        len(examples),
+        len(features),
+        time.perf_counter() - started,
     )
     lengths = [len(ids) for ids in features.input_ids]
     batches_per_epoch = math.ceil(len(features) / config.batch_size)
@@ -272,7 +279,10 @@ def train(
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     groups = [
-        {"params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)], "weight_decay": config.weight_decay},
+        {
+            "params": [p for n, p in model.named_parameters() if not n.endswith(no_decay)],
+            "weight_decay": config.weight_decay,
+        },
         {"params": [p for n, p in model.named_parameters() if n.endswith(no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=config.lr)
@@ -325,7 +335,13 @@ def train(
             model.eval()
             metrics = _evaluate_in_memory(model, tokenizer, eval_examples)
             model.train()
-            record.update({"eval_questions": len(eval_examples), "em": round(metrics["exact_match"], 2), "f1": round(metrics["f1"], 2)})
+            record.update(
+                {
+                    "eval_questions": len(eval_examples),
+                    "em": round(metrics["exact_match"], 2),
+                    "f1": round(metrics["f1"], 2),
+                }
+            )
             if metrics["f1"] > best_f1:
                 best_f1 = metrics["f1"]
                 _save_model(model, tokenizer, out_dir / BEST_DIR)
@@ -354,7 +370,9 @@ def train(
         rate_started, rate_windows = time.perf_counter(), 0
         while global_step < total_steps and not stop_requested:
             epoch = global_step // batches_per_epoch
-            batches = length_grouped_batches(lengths, config.batch_size, config.pool_batches, config.seed + epoch)
+            batches = length_grouped_batches(
+                lengths, config.batch_size, config.pool_batches, config.seed + epoch
+            )
             for batch in batches[global_step - epoch * batches_per_epoch :]:
                 inputs = _collate(features, batch, tokenizer.pad_token_id or 0)
                 loss = model(**inputs).loss
@@ -371,7 +389,9 @@ def train(
                 if on_step is not None:
                     on_step(global_step, total_steps, last_loss, rate)
                 if global_step % 20 == 0:
-                    logger.info("step %d/%d loss %.4f %.1f windows/s", global_step, total_steps, last_loss, rate)
+                    logger.info(
+                        "step %d/%d loss %.4f %.1f windows/s", global_step, total_steps, last_loss, rate
+                    )
                 out_of_time = (
                     config.time_limit_minutes is not None
                     and time.perf_counter() - run_started > config.time_limit_minutes * 60

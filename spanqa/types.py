@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import uuid
 from dataclasses import dataclass, field
@@ -40,8 +41,21 @@ class Document:
     page_count: int | None = None
     text: str = ""
     num_chunks: int = 0
+    page_starts: list[tuple[int, int]] = field(default_factory=list)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    def page_at(self, offset: int) -> int | None:
+        """The page number holding ``text[offset]`` (None for formats without pages)."""
+        return page_at(self.page_starts, offset)
+
+
+def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
+    """The page whose start is the last one at or before ``offset``; ``page_starts`` holds (page, start)."""
+    if not page_starts:
+        return None
+    index = bisect.bisect_right([start for _, start in page_starts], offset) - 1
+    return page_starts[max(index, 0)][0]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,388 @@
+"""The ingest job: files -> text -> chunks -> vectors, with the SQL catalog and the vector index in step."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.catalog import Catalog, document_id_for
+from ingest.chunker import chunk_text
+from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file
+from ingest.walk import FoundFile, walk
+from retriever.encoder import TextEncoder
+from retriever.index import IndexPoint, VectorIndex, collection_name
+from spanqa.types import Chunk, Document, DocumentStatus
+
+logger = logging.getLogger(__name__)
+
+NEW, CHANGED, UNCHANGED, FAILED, PRUNED = "new", "changed", "unchanged", "failed", "pruned"
+
+
+class IngestError(RuntimeError):
+    """The whole run cannot go on (a one-line, user-facing reason)."""
+
+
+class PathNotFoundError(IngestError):
+    """A path given to ingest does not exist."""
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str
+    status: str
+    chunks: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """What one ingest run did, file by file."""
+
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    chunks_embedded: int = 0
+    orphans_removed: int = 0
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failures(self) -> list[FileOutcome]:
+        return [o for o in self.outcomes if o.status == FAILED]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every file is fine, 1 when some failed."""
+        return 1 if self.failures else 0
+
+    def summary(self) -> dict[str, int]:
+        return {status: self.count(status) for status in (NEW, CHANGED, UNCHANGED, FAILED, PRUNED)}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Sent after each file: how far the run is."""
+
+    files_done: int
+    files_total: int
+    chunks_done: int
+    path: str
+    status: str
+
+
+@dataclass
+class _Prepared:
+    found: FoundFile
+    document: Document
+    chunks: list[Chunk]
+    status: str
+    old_chunk_ids: set[str]
+
+
+class IngestJob:
+    """Ingest files and folders into the catalog and the active vector collection.
+
+    Args:
+        catalog: the SQL catalog.
+        encoder: the retriever's bi-encoder (loaded only when a file needs embedding).
+        index: the vector index.
+        chunk_tokens: tokens per chunk.
+        chunk_overlap: tokens shared by consecutive chunks.
+        max_file_bytes: larger files are recorded as failed without being read.
+        encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
+    """
+
+    def __init__(
+        self,
+        *,
+        catalog: Catalog,
+        encoder: TextEncoder,
+        index: VectorIndex,
+        chunk_tokens: int = 200,
+        chunk_overlap: int = 40,
+        max_file_bytes: int | None = None,
+        encode_group: int = 256,
+    ) -> None:
+        self.catalog = catalog
+        self.encoder = encoder
+        self.index = index
+        self.chunk_tokens = chunk_tokens
+        self.chunk_overlap = chunk_overlap
+        self.max_file_bytes = max_file_bytes
+        self.encode_group = encode_group
+        self._collection: str | None = None
+
+    # The run -----------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = False,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> IngestReport:
+        """Ingest ``paths`` (files or folders).
+
+        Args:
+            paths: files and folders.
+            prune: mark documents deleted whose files under the given folders have vanished.
+            include: only files matching these globs (default: every supported extension).
+            exclude: skip files matching these globs.
+            on_progress: called after each file.
+
+        Returns:
+            The per-file outcomes.
+
+        Raises:
+            PathNotFoundError: a path does not exist (nothing is changed).
+        """
+        started = time.perf_counter()
+        found = self.discover(paths, include=include, exclude=exclude)
+        report = IngestReport()
+        report.orphans_removed = self.remove_orphans()
+        pending: list[_Prepared] = []
+        pending_chunks = 0
+        done = 0
+
+        def emit(outcome: FileOutcome) -> None:
+            nonlocal done
+            report.outcomes.append(outcome)
+            done += 1
+            if on_progress is not None:
+                on_progress(Progress(done, len(found), report.chunks_embedded, outcome.path, outcome.status))
+
+        for item in found:
+            prepared = self._prepare(item)
+            if isinstance(prepared, FileOutcome):
+                emit(prepared)
+                continue
+            pending.append(prepared)
+            pending_chunks += len(prepared.chunks)
+            if pending_chunks >= self.encode_group:
+                for outcome in self._index(pending, report):
+                    emit(outcome)
+                pending, pending_chunks = [], 0
+        for outcome in self._index(pending, report):
+            emit(outcome)
+        if prune:
+            report.outcomes.extend(self.prune(paths))
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def discover(
+        self, paths: Sequence[str | Path], *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    ) -> list[FoundFile]:
+        """Every file the run would look at; raises PathNotFoundError for a missing path."""
+        found: list[FoundFile] = []
+        seen: set[str] = set()
+        for raw in paths:
+            path = Path(raw).expanduser()
+            if not path.exists():
+                raise PathNotFoundError(f"no such file or folder: {raw}")
+            if path.is_dir():
+                items = list(walk(path, extensions=SUPPORTED_EXTENSIONS, include=include, exclude=exclude))
+            else:
+                absolute = path.absolute()
+                items = [FoundFile(path=absolute, root=absolute.parent, explicit=True)]
+            for item in items:
+                key = str(item.path)
+                if key not in seen:
+                    seen.add(key)
+                    found.append(item)
+        return found
+
+    # One file ----------------------------------------------------------------------------------------
+
+    def _prepare(self, item: FoundFile) -> _Prepared | FileOutcome:
+        path = str(item.path)
+        try:
+            stat = item.path.stat()
+        except OSError as exc:
+            return self._fail(item, _os_reason(exc))
+        if self.max_file_bytes is not None and stat.st_size > self.max_file_bytes:
+            limit_mb = self.max_file_bytes / 1e6
+            reason = (
+                f"too large ({stat.st_size / 1e6:.1f} MB > {limit_mb:g} MB limit; raise SPANQA_MAX_FILE_MB)"
+            )
+            return self._fail(item, reason, size=stat.st_size, mtime=stat.st_mtime)
+        try:
+            digest = _sha256(item.path)
+        except OSError as exc:
+            return self._fail(item, _os_reason(exc), size=stat.st_size, mtime=stat.st_mtime)
+        existing = self.catalog.get_document_by_path(path)
+        was_indexed = existing is not None and existing.status == DocumentStatus.INDEXED
+        if existing is not None and was_indexed and existing.sha256 == digest and existing.error is None:
+            return FileOutcome(path, UNCHANGED, existing.num_chunks)
+        try:
+            loaded = load_file(item.path, max_bytes=self.max_file_bytes)
+        except LoadError as exc:
+            return self._fail(item, str(exc), size=stat.st_size, mtime=stat.st_mtime)
+        document_id = document_id_for(path)
+        page_starts = [(p.number, p.char_start) for p in loaded.pages]
+        spans = chunk_text(
+            loaded.text,
+            self.encoder.tokenizer,
+            chunk_tokens=self.chunk_tokens,
+            overlap_tokens=self.chunk_overlap,
+            page_starts=page_starts,
+        )
+        if not spans:
+            return self._fail(item, "no text found", size=stat.st_size, mtime=stat.st_mtime)
+        chunks = []
+        for ordinal, span in enumerate(spans):
+            text = loaded.text[span.char_start : span.char_end]
+            chunks.append(
+                Chunk(
+                    id=Chunk.make_id(document_id, ordinal, text),
+                    document_id=document_id,
+                    ordinal=ordinal,
+                    char_start=span.char_start,
+                    char_end=span.char_end,
+                    text=text,
+                    page=span.page,
+                )
+            )
+        document = Document(
+            id=document_id,
+            path=path,
+            relative_path=item.relative_path,
+            sha256=digest,
+            size=stat.st_size,
+            mtime=stat.st_mtime,
+            format=loaded.format,
+            page_count=len(loaded.pages) or None,
+            text=loaded.text,
+            num_chunks=len(chunks),
+            page_starts=page_starts,
+        )
+        old_ids = {c.id for c in self.catalog.chunks_of(document_id)} if existing is not None else set()
+        return _Prepared(item, document, chunks, CHANGED if was_indexed else NEW, old_ids)
+
+    def _index(self, batch: list[_Prepared], report: IngestReport) -> list[FileOutcome]:
+        """Embed every chunk of ``batch`` in one encoder call, then write points and catalog rows per file."""
+        if not batch:
+            return []
+        collection = self.active_collection()
+        texts = [c.text for p in batch for c in p.chunks]
+        vectors = self.encoder.encode(texts)
+        outcomes: list[FileOutcome] = []
+        row = 0
+        for prepared in batch:
+            doc = prepared.document
+            points = []
+            for chunk in prepared.chunks:
+                points.append(
+                    IndexPoint(
+                        id=chunk.id,
+                        vector=vectors[row],
+                        payload={
+                            "document_id": doc.id,
+                            "chunk_id": chunk.id,
+                            "path": doc.path,
+                            "ordinal": chunk.ordinal,
+                            "char_start": chunk.char_start,
+                            "char_end": chunk.char_end,
+                            "page": chunk.page,
+                        },
+                    )
+                )
+                row += 1
+            # New points first, then the catalog, then the stale points: a crash in between leaves either the
+            # old version answerable or orphan points that the next run's remove_orphans() drops.
+            self.index.upsert(collection, points)
+            self.catalog.save_indexed(doc, prepared.chunks)
+            stale = prepared.old_chunk_ids - {c.id for c in prepared.chunks}
+            if stale:
+                self.index.delete_points(collection, sorted(stale))
+            report.chunks_embedded += len(prepared.chunks)
+            outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
+        return outcomes
+
+    def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:
+        self.catalog.record_failure(
+            path=str(item.path), relative_path=item.relative_path, error=reason, size=size, mtime=mtime
+        )
+        return FileOutcome(str(item.path), FAILED, 0, reason)
+
+    # Housekeeping ------------------------------------------------------------------------------------
+
+    def active_collection(self) -> str:
+        """The active collection's name; created on first use for the configured encoder."""
+        if self._collection is not None:
+            return self._collection
+        active = self.catalog.active_index()
+        if active is None:
+            dimension = self.encoder.dimension
+            name = collection_name(self.encoder.model_name, dimension)
+            self.index.ensure_collection(name, dimension)
+            active = self.catalog.create_index_version(
+                model_name=self.encoder.model_name, dimension=dimension, collection=name, active=True
+            )
+        else:
+            check_model(active.model_name, self.encoder.model_name)
+            self.index.ensure_collection(active.collection, active.dimension)
+        self._collection = active.collection
+        return active.collection
+
+    def remove_orphans(self) -> int:
+        """Drop points whose chunk the catalog does not hold (left by a crash); returns how many."""
+        active = self.catalog.active_index()
+        if active is None or not self.index.has_collection(active.collection):
+            return 0
+        orphans = self.index.point_ids(active.collection) - self.catalog.chunk_ids()
+        if orphans:
+            logger.warning("removing %d orphan points from %s", len(orphans), active.collection)
+            self.index.delete_points(active.collection, sorted(orphans))
+        return len(orphans)
+
+    def prune(self, paths: Sequence[str | Path]) -> list[FileOutcome]:
+        """Mark deleted the documents under the given folders whose files no longer exist."""
+        outcomes = []
+        active = self.catalog.active_index()
+        for raw in paths:
+            root = Path(raw).expanduser().absolute()
+            if not root.is_dir():
+                continue
+            for doc in self.catalog.paths_under(str(root)):
+                if os.path.exists(doc.path):
+                    continue
+                self.remove_document(doc.id, collection=active.collection if active else None)
+                outcomes.append(FileOutcome(doc.path, PRUNED, 0))
+        return outcomes
+
+    def remove_document(self, document_id: str, *, collection: str | None = None) -> None:
+        """Drop a document's points and mark it deleted in the catalog."""
+        if collection is None:
+            active = self.catalog.active_index()
+            collection = active.collection if active else None
+        if collection is not None and self.index.has_collection(collection):
+            self.index.delete_document(collection, document_id)
+        self.catalog.mark_deleted(document_id)
+
+
+def check_model(indexed_with: str, configured: str) -> None:
+    """Refuse to mix vectors of two models in one collection."""
+    if indexed_with != configured:
+        raise IngestError(
+            f"the index was built with retriever model '{indexed_with}' but SPANQA_RETRIEVER_MODEL is "
+            f"'{configured}': set it back, or rebuild the index for the new model"
+        )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _os_reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)

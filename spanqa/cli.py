@@ -1,0 +1,746 @@
+"""The `spanqa` command: parse, run a job, print. Only this module knows Click."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from spanqa import __version__
+from spanqa.settings import Settings, SettingsError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE = 0, 1, 2
+
+# Model libraries print load reports and progress bars that mean nothing to a user asking a question.
+for _name, _value in {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}.items():
+    os.environ.setdefault(_name, _value)
+
+
+class UserError(click.ClickException):
+    """A one-line error for the user; exit code 2."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """Errors that carry a user-facing one-line message (imported lazily: some modules are heavy)."""
+    from ingest.catalog import CatalogError
+    from ingest.job import IngestError
+    from reader.model import ReaderLoadError
+    from retriever.encoder import EncoderLoadError
+    from retriever.index import VectorIndexError
+    from spanqa.pipeline import EmptyIndexError
+
+    return (
+        SettingsError,
+        CatalogError,
+        IngestError,
+        ReaderLoadError,
+        EncoderLoadError,
+        VectorIndexError,
+        EmptyIndexError,
+        FileNotFoundError,
+    )
+
+
+def friendly_errors(func: F) -> F:
+    """Turn known errors into one-line messages; a traceback only with --debug."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = bool(ctx.find_root().obj and ctx.find_root().obj.get("debug"))
+        try:
+            return func(*args, **kwargs)
+        except click.ClickException:
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if debug:
+                raise
+            if isinstance(exc, _known_errors()):
+                raise UserError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+            raise UserError(f"unexpected {type(exc).__name__}: {exc} (run with --debug for details)") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings_from(ctx: click.Context) -> Settings:
+    obj = ctx.find_root().obj or {}
+    settings = obj.get("settings")
+    if settings is None:
+        try:
+            settings = Settings.load(config_file=obj.get("config"), data_dir=obj.get("data_dir"))
+        except SettingsError as exc:
+            raise UserError(str(exc)) from exc
+        obj["settings"] = settings
+    return settings
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="spanqa")
+@click.option("--config", type=click.Path(dir_okay=False), help="A spanqa.toml file (default ./spanqa.toml).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="Where the catalog and index live (default ./.spanqa).",
+)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug logs).")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def main(ctx: click.Context, config: str | None, data_dir: str | None, verbose: int, debug: bool) -> None:
+    """Ask questions of your own documents; get exact spans with file, page and offsets."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = {"config": config, "data_dir": data_dir, "debug": debug}
+
+
+# ingest --------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--prune", is_flag=True, help="Drop documents whose files have vanished from these folders.")
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+@friendly_errors
+def ingest(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    prune: bool,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Load, chunk and embed every file under PATHS (new and changed files only)."""
+    from ingest.job import PathNotFoundError
+    from spanqa.runtime import Runtime
+
+    settings = settings_from(ctx)
+    with Runtime(settings) as runtime:
+        job = runtime.ingest_job()
+        try:
+            found = job.discover(paths, include=include, exclude=exclude)
+        except PathNotFoundError as exc:
+            raise UserError(str(exc)) from exc
+        report = _run_ingest_with_progress(job, paths, prune, include, exclude, len(found), quiet=as_json)
+    if as_json:
+        print_json(
+            {
+                "summary": report.summary(),
+                "chunks_embedded": report.chunks_embedded,
+                "seconds": round(report.seconds, 3),
+                "orphans_removed": report.orphans_removed,
+                "files": [o.__dict__ for o in report.outcomes],
+            }
+        )
+    else:
+        _print_ingest_report(report, found_any=bool(found) or prune)
+    ctx.exit(report.exit_code)
+
+
+def _run_ingest_with_progress(
+    job: Any, paths: Any, prune: bool, include: Any, exclude: Any, total: int, *, quiet: bool
+) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = _console(stderr=True)
+    if quiet or not console.is_terminal or total == 0:
+        return job.run(paths, prune=prune, include=include, exclude=exclude)
+    columns = (
+        TextColumn("[bold]ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TextColumn("{task.fields[chunks]} chunks"),
+        TextColumn("{task.fields[rate]:.1f} chunks/s"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("ingest", total=total, chunks=0, rate=0.0)
+
+        def on_progress(event: Any) -> None:
+            elapsed = progress.tasks[0].elapsed or 1e-9
+            progress.update(
+                task, completed=event.files_done, chunks=event.chunks_done, rate=event.chunks_done / elapsed
+            )
+
+        return job.run(paths, prune=prune, include=include, exclude=exclude, on_progress=on_progress)
+
+
+def _print_ingest_report(report: Any, *, found_any: bool) -> None:
+    console = _console()
+    if not found_any:
+        console.print("nothing to ingest: no supported files found")
+        return
+    s = report.summary()
+    rate = report.chunks_embedded / report.seconds if report.seconds > 0 else 0.0
+    console.print(
+        f"{s['new']} new, {s['changed']} changed, {s['unchanged']} unchanged, {s['failed']} failed"
+        + (f", {s['pruned']} pruned" if s["pruned"] else "")
+        + f" · {report.chunks_embedded} chunks embedded in {report.seconds:.1f}s ({rate:.1f} chunks/s)"
+    )
+    for outcome in report.failures:
+        console.print(f"  [red]failed[/red] {outcome.path}: {outcome.error}")
+    if report.orphans_removed:
+        console.print(f"  removed {report.orphans_removed} orphan points left by an interrupted run")
+
+
+# search --------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("query")
+@click.option(
+    "-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 1000), help="Passages to show."
+)
+@click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches this glob.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@click.pass_context
+@friendly_errors
+def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as_json: bool) -> None:
+    """Find the passages nearest to QUERY (retriever only)."""
+    from spanqa import pipeline
+    from spanqa.runtime import Runtime
+
+    if not query.strip():
+        raise UserError("the query is empty")
+    with Runtime(settings_from(ctx)) as runtime:
+        result = pipeline.search(runtime, query, top_k=top_k, path_glob=path_glob)
+    if as_json:
+        print_json(
+            {
+                "query": query,
+                "passages": [_passage_dict(p) for p in result.passages],
+                "timings_ms": {k: round(v * 1000, 2) for k, v in result.timings.items()},
+            }
+        )
+        return
+    console = _console()
+    if not result.passages:
+        console.print("no passages found")
+        return
+    for p in result.passages:
+        where = f"{p.path}" + (f":{p.page}" if p.page is not None else "")
+        console.print(
+            f"[bold]{p.rank}.[/bold] {p.score:.3f}  [cyan]{where}[/cyan]  chars {p.char_start}-{p.char_end}"
+        )
+        console.print("   " + _shorten(p.text, 300), markup=False)
+
+
+def _passage_dict(p: Any) -> dict[str, Any]:
+    return {
+        "rank": p.rank,
+        "score": round(p.score, 6),
+        "path": p.path,
+        "page": p.page,
+        "char_start": p.char_start,
+        "char_end": p.char_end,
+        "document_id": p.document_id,
+        "chunk_id": p.chunk_id,
+        "text": p.text,
+    }
+
+
+def _shorten(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# ask -----------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("question")
+@click.option(
+    "-k", "--answers", type=click.IntRange(1, 50), help="Answers to show (default: the answers setting)."
+)
+@click.option(
+    "--passages",
+    type=click.IntRange(1, 200),
+    help="Passages the reader reads (default: the passages setting).",
+)
+@click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches this glob.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON (one object per question).")
+@click.pass_context
+@friendly_errors
+def ask(
+    ctx: click.Context,
+    question: str,
+    answers: int | None,
+    passages: int | None,
+    path_glob: str | None,
+    as_json: bool,
+) -> None:
+    """Answer QUESTION with exact spans of your documents ('-' reads one question per line from stdin)."""
+    from spanqa import pipeline
+    from spanqa.runtime import Runtime
+
+    settings = settings_from(ctx)
+    with Runtime(settings) as runtime:
+        if question != "-":
+            if not question.strip():
+                raise UserError("the question is empty")
+            result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
+            _print_ask(result, as_json=as_json)
+            return
+        interactive = sys.stdin.isatty() and not as_json
+        runtime.reader.warm_up()
+        while True:
+            if interactive:
+                try:
+                    line = click.prompt("question", prompt_suffix="> ", default="", show_default=False)
+                except (EOFError, click.Abort):
+                    click.echo()
+                    return
+            else:
+                line = sys.stdin.readline()
+                if not line:
+                    return
+            line = line.strip()
+            if not line:
+                continue
+            result = pipeline.ask(runtime, line, passages=passages, answers=answers, path_glob=path_glob)
+            _print_ask(result, as_json=as_json, compact_json=True)
+
+
+def _print_ask(result: Any, *, as_json: bool, compact_json: bool = False) -> None:
+    if as_json:
+        data = {
+            "question": result.question,
+            "abstained": result.abstained,
+            "answers": [a.to_dict() for a in result.answers],
+            "passages": [_passage_dict(p) for p in result.passages],
+            "timings_ms": {k: round(v * 1000, 2) for k, v in result.timings.items()},
+        }
+        if compact_json:
+            click.echo(json.dumps(data, ensure_ascii=False, default=str))
+        else:
+            print_json(data)
+        return
+    from rich.text import Text
+
+    console = _console()
+    if not result.passages:
+        console.print("no answer found: no passages to read")
+        return
+    if result.abstained:
+        console.print("[yellow]no answer found[/yellow]; the closest passages:")
+        for p in result.passages[:3]:
+            where = p.path + (f":{p.page}" if p.page is not None else "")
+            console.print(f"  {p.score:.3f}  [cyan]{where}[/cyan]  chars {p.char_start}-{p.char_end}")
+            console.print("     " + _shorten(p.text, 200), markup=False)
+        return
+    for rank, a in enumerate(result.answers, 1):
+        where = a.path + (f":{a.page}" if a.page is not None else "")
+        header = Text(f"{rank}. ", style="bold")
+        header.append(a.text, style="bold green")
+        header.append(f"   score {a.score:.2f}")
+        console.print(header)
+        console.print(f"   [cyan]{where}[/cyan]  chars {a.char_start}-{a.char_end}")
+        start = a.char_start - a.context_start
+        end = start + len(a.text)
+        context = Text("   ")
+        context.append(a.context[:start])
+        context.append(a.context[start:end], style="bold reverse")
+        context.append(a.context[end:])
+        console.print(context)
+    timings = " · ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.timings.items())
+    console.print(f"[dim]{timings}[/dim]")
+
+
+# reader --------------------------------------------------------------------------------------------------
+
+
+@main.group("reader")
+def reader_group() -> None:
+    """Train and evaluate span-extraction readers."""
+
+
+@reader_group.command("train")
+@click.option(
+    "--train",
+    "train_file",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="SQuAD-format JSON (v1.1 or v2.0).",
+)
+@click.option(
+    "--init", "init", help="Encoder to start from: hub name or path (default: the packaged all-MiniLM-L6-v2)."
+)
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where checkpoints go."
+)
+@click.option("--epochs", type=float, default=2.0, show_default=True)
+@click.option("--max-seq-len", type=int, default=256, show_default=True)
+@click.option(
+    "--stride", type=int, default=96, show_default=True, help="Tokens shared by consecutive windows."
+)
+@click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option("--lr", type=float, default=1e-4, show_default=True)
+@click.option(
+    "--warmup",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Warm-up: a fraction of steps (<1) or steps.",
+)
+@click.option("--max-steps", type=int, help="Total optimizer steps (overrides --epochs).")
+@click.option(
+    "--save-every", type=int, default=200, show_default=True, help="Checkpoint (and evaluate) every N steps."
+)
+@click.option(
+    "--eval",
+    "eval_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="SQuAD-format JSON scored at each checkpoint.",
+)
+@click.option(
+    "--eval-limit", type=int, default=600, show_default=True, help="Questions of --eval used at checkpoints."
+)
+@click.option(
+    "--negatives",
+    type=float,
+    default=0.2,
+    show_default=True,
+    help="Unanswerable pairs added per question (teaches abstention).",
+)
+@click.option(
+    "--exclude-ids", type=click.Path(exists=True, dir_okay=False), help="File of question ids to leave out."
+)
+@click.option("--time-limit", type=float, help="Minutes; then checkpoint and stop (continue with --resume).")
+@click.option("--threads", type=int, default=0, help="torch threads (0: torch's default).")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--resume", is_flag=True, help="Carry on from the checkpoint in --out.")
+@click.pass_context
+@friendly_errors
+def reader_train(ctx: click.Context, **options: Any) -> None:
+    """Fine-tune an encoder for span extraction on SQuAD-format data."""
+    from reader.training import TrainConfig, train
+    from retriever.encoder import resolve_encoder_model
+
+    init = options["init"] or resolve_encoder_model("sentence-transformers/all-MiniLM-L6-v2")
+    config = TrainConfig(
+        train_file=options["train_file"],
+        init=init,
+        out_dir=options["out_dir"],
+        epochs=options["epochs"],
+        max_seq_len=options["max_seq_len"],
+        stride=options["stride"],
+        batch_size=options["batch_size"],
+        lr=options["lr"],
+        warmup=options["warmup"],
+        max_steps=options["max_steps"],
+        save_every=options["save_every"],
+        eval_file=options["eval_file"],
+        eval_limit=options["eval_limit"],
+        negatives=options["negatives"],
+        exclude_ids_file=options["exclude_ids"],
+        time_limit_minutes=options["time_limit"],
+        threads=options["threads"],
+        seed=options["seed"],
+    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = _console(stderr=True)
+    columns = (
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("steps · loss {task.fields[loss]:.3f} · {task.fields[rate]:.1f} windows/s"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+        task = progress.add_task("train", total=None, loss=float("nan"), rate=0.0)
+
+        def on_step(step: int, total: int, loss: float, rate: float) -> None:
+            progress.update(task, completed=step, total=total, loss=loss, rate=rate)
+
+        result = train(config, resume=options["resume"], on_step=on_step)
+    state = "finished" if result.finished else "stopped (continue with --resume)"
+    click.echo(f"{state} at step {result.global_step}/{result.total_steps}, {result.windows_seen} windows")
+    for record in result.history[-5:]:
+        click.echo(json.dumps(record))
+
+
+@reader_group.command("eval")
+@click.option(
+    "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="SQuAD-format JSON."
+)
+@click.option("--model", help="Reader to evaluate: name or path (default: the reader setting).")
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@click.option(
+    "--threshold",
+    type=float,
+    help="Abstain below this margin (default: no_answer_threshold for v2.0 data; never for v1.1).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.pass_context
+@friendly_errors
+def reader_eval(
+    ctx: click.Context,
+    data: str,
+    model: str | None,
+    limit: int | None,
+    threshold: float | None,
+    as_json: bool,
+) -> None:
+    """Exact match and F1 (official SQuAD scoring) with the gold paragraph given."""
+    from reader.evaluation import evaluate_reader
+    from reader.reader import ExtractiveReader
+    from reader.squad import SquadFormatError, load_squad
+
+    settings = settings_from(ctx)
+    if model:
+        settings = settings.replace(reader_model=model)
+    try:
+        examples = load_squad(data)
+    except SquadFormatError as exc:
+        raise UserError(str(exc)) from exc
+    if limit:
+        examples = examples[:limit]
+    has_unanswerable = any(ex.is_impossible for ex in examples)
+    if threshold is None and has_unanswerable:
+        threshold = settings.no_answer_threshold
+    reader = ExtractiveReader.from_settings(settings)
+    reader.warm_up()
+    from rich.progress import Progress
+
+    console = _console(stderr=True)
+    with Progress(console=console, disable=as_json or not console.is_terminal, transient=True) as progress:
+        task = progress.add_task("eval", total=len(examples))
+        metrics = evaluate_reader(
+            reader, examples, no_answer_threshold=threshold, on_progress=lambda n: progress.advance(task, n)
+        )
+    metrics["model"] = settings.reader_model
+    metrics["data"] = data
+    metrics["threshold"] = threshold
+    if as_json:
+        print_json(metrics)
+        return
+    for key, value in metrics.items():
+        click.echo(f"{key:<16}{value:.2f}" if isinstance(value, float) else f"{key:<16}{value}")
+
+
+# status and docs -----------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Documents, chunks, failed files, index version, models and where data lives."""
+    from ingest.catalog import Catalog
+
+    settings = settings_from(ctx)
+    catalog = Catalog(settings.catalog_url)
+    try:
+        counts = catalog.counts()
+        active = catalog.active_index()
+        failed = [d for d in catalog.list_documents() if d.error]
+    finally:
+        catalog.close()
+    data = {
+        "documents": {k: v for k, v in counts.items() if k != "chunks"},
+        "chunks": counts["chunks"],
+        "failed_files": [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed],
+        "index": None
+        if active is None
+        else {
+            "collection": active.collection,
+            "model": active.model_name,
+            "dimension": active.dimension,
+            "version": active.id,
+        },
+        "retriever_model": settings.retriever_model,
+        "reader_model": settings.reader_model,
+        "catalog": Catalog.mask(settings.catalog_url),
+        "vector_store": settings.qdrant_url or str(settings.qdrant_path.absolute()),
+        "data_dir": str(settings.data_dir.absolute()),
+    }
+    if as_json:
+        print_json(data)
+        return
+    console = _console()
+    docs = data["documents"]
+    console.print(
+        f"documents     {docs['indexed']} indexed, {docs['failed']} failed, {docs['deleted']} deleted"
+    )
+    console.print(f"chunks        {data['chunks']}")
+    if active is None:
+        console.print("index         none yet (run `spanqa ingest PATH`)")
+    else:
+        console.print(
+            f"index         v{active.id} {active.collection} ({active.model_name}, {active.dimension}-d)"
+        )
+    console.print(f"retriever     {settings.retriever_model}")
+    console.print(f"reader        {settings.reader_model}")
+    console.print(f"catalog       {data['catalog']}")
+    console.print(f"vector store  {data['vector_store']}")
+    for item in data["failed_files"]:
+        console.print(f"  [red]{item['status']}[/red] {item['path']}: {item['error']}", markup=True)
+
+
+@main.group()
+def docs() -> None:
+    """List, show and remove ingested documents."""
+
+
+@docs.command("list")
+@click.option(
+    "--status", "status_filter", type=click.Choice(["indexed", "failed", "deleted"]), help="Only this status."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> None:
+    """List documents with status, format, pages and chunks."""
+    from ingest.catalog import Catalog
+    from spanqa.types import DocumentStatus
+
+    catalog = Catalog(settings_from(ctx).catalog_url)
+    try:
+        documents = catalog.list_documents(status=DocumentStatus(status_filter) if status_filter else None)
+    finally:
+        catalog.close()
+    if as_json:
+        print_json([_document_dict(d) for d in documents])
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for column in ("id", "status", "format", "pages", "chunks", "path"):
+        table.add_column(column)
+    for d in documents:
+        table.add_row(
+            d.id[:8], d.status.value, d.format or "-", str(d.page_count or "-"), str(d.num_chunks), d.path
+        )
+    _console().print(table if documents else "no documents")
+
+
+@docs.command("show")
+@click.argument("reference")
+@click.option("--text", "show_text", is_flag=True, help="Print the extracted text too.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool) -> None:
+    """Show one document (by id, id prefix or path) and its chunks."""
+    from ingest.catalog import Catalog
+
+    catalog = Catalog(settings_from(ctx).catalog_url)
+    try:
+        document = _one_document(catalog, reference)
+        full = catalog.get_document(document.id)
+        chunks = catalog.chunks_of(document.id)
+    finally:
+        catalog.close()
+    assert full is not None
+    if as_json:
+        data = _document_dict(full)
+        data["chunks"] = [
+            {
+                "id": c.id,
+                "ordinal": c.ordinal,
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                "page": c.page,
+            }
+            for c in chunks
+        ]
+        if show_text:
+            data["text"] = full.text
+        print_json(data)
+        return
+    console = _console()
+    for key, value in _document_dict(full).items():
+        console.print(f"{key:<14}{value}", markup=False)
+    for c in chunks:
+        page = f" p{c.page}" if c.page is not None else ""
+        console.print(
+            f"  #{c.ordinal}{page} {c.char_start}-{c.char_end}  {_shorten(c.text, 80)}", markup=False
+        )
+    if show_text:
+        console.print(full.text, markup=False)
+
+
+@docs.command("remove")
+@click.argument("references", nargs=-1, required=True)
+@click.pass_context
+@friendly_errors
+def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
+    """Remove documents (by id, id prefix or path) from the index."""
+    from spanqa.runtime import Runtime
+
+    with Runtime(settings_from(ctx)) as runtime:
+        targets = [_one_document(runtime.catalog, ref) for ref in references]
+        job = runtime.ingest_job()
+        for document in targets:
+            job.remove_document(document.id)
+            click.echo(f"removed {document.path}")
+
+
+def _one_document(catalog: Any, reference: str) -> Any:
+    candidates = catalog.find_documents(reference)
+    if not candidates:
+        absolute = str(Path(reference).expanduser().absolute())
+        candidates = catalog.find_documents(absolute)
+    if not candidates:
+        raise UserError(f"no document matches '{reference}' (see `spanqa docs list`)")
+    if len(candidates) > 1:
+        raise UserError(
+            f"'{reference}' matches {len(candidates)} documents; give more of the id or the full path"
+        )
+    return candidates[0]
+
+
+def _document_dict(d: Any) -> dict[str, Any]:
+    return {
+        "id": d.id,
+        "path": d.path,
+        "relative_path": d.relative_path,
+        "status": d.status.value,
+        "format": d.format,
+        "pages": d.page_count,
+        "chunks": d.num_chunks,
+        "size": d.size,
+        "sha256": d.sha256,
+        "error": d.error,
+        "updated_at": d.updated_at.isoformat() if d.updated_at else None,
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""The jobs that join the stages: search (retriever only) and ask (retriever + reader)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ingest.catalog import Catalog
+from ingest.job import check_model
+from ingest.walk import matches
+from retriever.retriever import DenseRetriever
+from spanqa.runtime import Runtime
+from spanqa.types import Answer, DocumentStatus, Passage, page_at
+
+logger = logging.getLogger(__name__)
+
+
+class EmptyIndexError(RuntimeError):
+    """Nothing has been ingested yet."""
+
+
+@dataclass
+class SearchResult:
+    passages: list[Passage]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def documents_matching(catalog: Catalog, path_glob: str) -> list[str]:
+    """Ids of indexed documents whose relative or absolute path matches ``path_glob``."""
+    return [
+        d.id
+        for d in catalog.list_documents(status=DocumentStatus.INDEXED)
+        if matches(d.relative_path, [path_glob]) or matches(d.path, [path_glob])
+    ]
+
+
+def retriever_for(runtime: Runtime) -> DenseRetriever:
+    """The retriever over the active collection; refuses a model that differs from the indexed one."""
+    active = runtime.catalog.active_index()
+    if active is None:
+        raise EmptyIndexError("nothing is indexed yet: run `spanqa ingest PATH` first")
+    check_model(active.model_name, runtime.settings.retriever_model)
+    return DenseRetriever(encoder=runtime.encoder, index=runtime.index, collection=active.collection)
+
+
+def search(
+    runtime: Runtime,
+    query: str,
+    *,
+    top_k: int = 10,
+    path_glob: str | None = None,
+    document_ids: Sequence[str] | None = None,
+) -> SearchResult:
+    """The passages nearest to ``query``, best first, with their text and document offsets.
+
+    Args:
+        runtime: the opened components.
+        query: the search text.
+        top_k: how many passages.
+        path_glob: only documents whose path matches this glob.
+        document_ids: only these documents.
+
+    Returns:
+        Passages and a timing breakdown (encode, search, hydrate) in seconds.
+    """
+    retriever = retriever_for(runtime)
+    ids = list(document_ids) if document_ids is not None else None
+    if path_glob:
+        matching = documents_matching(runtime.catalog, path_glob)
+        ids = matching if ids is None else [i for i in ids if i in set(matching)]
+    if ids is not None and not ids:
+        return SearchResult([], {"encode": 0.0, "search": 0.0, "hydrate": 0.0})
+    result = retriever.run(query, top_k=top_k, document_ids=ids)
+    started = time.perf_counter()
+    chunks = runtime.catalog.get_chunks(hit.id for hit in result.hits)
+    passages = []
+    for hit in result.hits:
+        chunk = chunks.get(hit.id)
+        if chunk is None:
+            # A point without its catalog row: left by a crash, removed by the next ingest.
+            continue
+        passages.append(
+            Passage(
+                chunk_id=chunk.id,
+                document_id=chunk.document_id,
+                path=str(hit.payload.get("path", "")),
+                text=chunk.text,
+                char_start=chunk.char_start,
+                char_end=chunk.char_end,
+                score=hit.score,
+                page=chunk.page,
+                ordinal=chunk.ordinal,
+                rank=len(passages) + 1,
+            )
+        )
+    timings = {
+        "encode": result.encode_seconds,
+        "search": result.search_seconds,
+        "hydrate": time.perf_counter() - started,
+    }
+    return SearchResult(passages, timings)
+
+
+# Ask ------------------------------------------------------------------------------------------------------
+
+# Cosine similarities live in [-1, 1] and span scores are sums of two logits (roughly -10..20): this scale
+# puts both on one footing before they are mixed by the retriever_weight setting (BERTserini-style).
+RETRIEVER_LOGIT_SCALE = 20.0
+
+
+@dataclass
+class AskResult:
+    """Answers (best first), or none when the reader abstained; the passages read and where time went."""
+
+    question: str
+    answers: list[Answer]
+    passages: list[Passage]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def abstained(self) -> bool:
+        return not self.answers
+
+
+def combine_scores(reader_score: float, retriever_score: float, weight: float) -> float:
+    """Mix the reader's span logits with the retriever's cosine (``weight`` 0 = reader only)."""
+    return (1.0 - weight) * reader_score + weight * RETRIEVER_LOGIT_SCALE * retriever_score
+
+
+def answer_context(text: str, start: int, end: int) -> tuple[str, int]:
+    """The sentence(s) of ``text`` around ``[start, end)`` and where they start."""
+    from ingest.chunker import sentence_spans
+
+    spans = sentence_spans(text)
+    first = next((s for s in spans if s[0] <= start < s[1]), (start, end))
+    last = next((s for s in spans if s[0] < end <= s[1]), first)
+    return text[first[0] : max(last[1], end)], first[0]
+
+
+def ask(
+    runtime: Runtime,
+    question: str,
+    *,
+    passages: int | None = None,
+    answers: int | None = None,
+    path_glob: str | None = None,
+) -> AskResult:
+    """Answer ``question`` with exact spans of the indexed documents.
+
+    Args:
+        runtime: the opened components.
+        question: the question.
+        passages: how many passages the reader reads (default: the ``passages`` setting).
+        answers: how many answers to return at most (default: the ``answers`` setting).
+        path_glob: only documents whose path matches this glob.
+
+    Returns:
+        Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1; none when the reader
+        found no span better than "no answer" by more than the ``no_answer_threshold`` setting.
+    """
+    settings = runtime.settings
+    n_passages = passages or settings.passages
+    n_answers = answers or settings.answers
+    started = time.perf_counter()
+    found = search(runtime, question, top_k=n_passages, path_glob=path_glob)
+    timings = {
+        "encode": found.timings["encode"],
+        "search": found.timings["search"] + found.timings["hydrate"],
+    }
+    if not found.passages:
+        timings["read"] = 0.0
+        timings["total"] = time.perf_counter() - started
+        return AskResult(question, [], [], timings)
+    read_started = time.perf_counter()
+    result = runtime.reader.run(question, [p.text for p in found.passages])
+    timings["read"] = time.perf_counter() - read_started
+    weight = settings.retriever_weight
+    scored = []
+    for span in result.spans:
+        if span.margin <= settings.no_answer_threshold:
+            continue
+        passage = found.passages[span.passage_index]
+        scored.append((combine_scores(span.score, passage.score, weight), span, passage))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    best_passage_score = max(p.score for p in found.passages)
+    null_logit = combine_scores(result.null_score, best_passage_score, weight)
+    normalizer = _logsumexp([s for s, _, _ in scored] + [null_logit])
+    pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
+    picked: list[Answer] = []
+    for combined, span, passage in scored:
+        doc_start = passage.char_start + span.char_start
+        doc_end = passage.char_start + span.char_end
+        if any(
+            a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end
+            for a in picked
+        ):
+            continue  # the same words found again through an overlapping chunk
+        context, context_start = answer_context(passage.text, span.char_start, span.char_end)
+        picked.append(
+            Answer(
+                text=passage.text[span.char_start : span.char_end],
+                score=math.exp(combined - normalizer),
+                path=passage.path,
+                document_id=passage.document_id,
+                char_start=doc_start,
+                char_end=doc_end,
+                page=page_at(pages[passage.document_id], doc_start) if passage.document_id in pages else None,
+                passage=passage,
+                reader_score=span.score,
+                retriever_score=passage.score,
+                context=context,
+                context_start=passage.char_start + context_start,
+            )
+        )
+        if len(picked) >= n_answers:
+            break
+    timings["total"] = time.perf_counter() - started
+    return AskResult(question, picked, found.passages, timings)
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))

@@ -1,0 +1,104 @@
+"""Builds the components a command needs from Settings, each only when first used.
+
+Opening the embedded vector store takes its lock and loading a model takes seconds, so nothing is opened
+or loaded before a command asks for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from spanqa.settings import Settings
+
+if TYPE_CHECKING:
+    from ingest.catalog import Catalog
+    from ingest.job import IngestJob
+    from reader.reader import ExtractiveReader
+    from retriever.encoder import SentenceEncoder
+    from retriever.index import VectorIndex
+
+logger = logging.getLogger(__name__)
+
+
+class Runtime:
+    """The catalog, vector index, encoder and reader of one process, opened lazily and closed together."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._catalog: Catalog | None = None
+        self._index: VectorIndex | None = None
+        self._encoder: SentenceEncoder | None = None
+        self._reader: ExtractiveReader | None = None
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            from ingest.catalog import Catalog
+
+            self._catalog = Catalog(self.settings.catalog_url)
+        return self._catalog
+
+    @property
+    def index(self) -> VectorIndex:
+        if self._index is None:
+            from retriever.index import open_vector_index
+
+            s = self.settings
+            if s.qdrant_url is None:
+                s.data_dir.mkdir(parents=True, exist_ok=True)
+            self._index = open_vector_index(
+                path=s.qdrant_path, url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=s.qdrant_timeout_s
+            )
+        return self._index
+
+    @property
+    def encoder(self) -> SentenceEncoder:
+        if self._encoder is None:
+            from retriever.encoder import SentenceEncoder
+
+            self._configure_torch()
+            self._encoder = SentenceEncoder.from_settings(self.settings)
+        return self._encoder
+
+    @property
+    def reader(self) -> ExtractiveReader:
+        if self._reader is None:
+            from reader.reader import ExtractiveReader
+
+            self._configure_torch()
+            self._reader = ExtractiveReader.from_settings(self.settings)
+        return self._reader
+
+    def ingest_job(self) -> IngestJob:
+        from ingest.job import IngestJob
+
+        s = self.settings
+        return IngestJob(
+            catalog=self.catalog,
+            encoder=self.encoder,
+            index=self.index,
+            chunk_tokens=s.chunk_tokens,
+            chunk_overlap=s.chunk_overlap,
+            max_file_bytes=int(s.max_file_mb * 1_000_000) if s.max_file_mb > 0 else None,
+        )
+
+    def _configure_torch(self) -> None:
+        if self.settings.torch_threads > 0:
+            import torch
+
+            torch.set_num_threads(self.settings.torch_threads)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None

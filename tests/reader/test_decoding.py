@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from reader.decoding import SpanCandidate, WindowLogits, decode, drop_overlapping, trim_span, window_spans
+
+NEG = -50.0
+
+
+def make_window(
+    n_tokens: int,
+    *,
+    starts: dict[int, float],
+    ends: dict[int, float],
+    context: range,
+    passage_index: int = 0,
+    base: float = NEG,
+) -> WindowLogits:
+    start_logits = np.full(n_tokens, base)
+    end_logits = np.full(n_tokens, base)
+    for i, v in starts.items():
+        start_logits[i] = v
+    for i, v in ends.items():
+        end_logits[i] = v
+    # Token i covers chars [2i, 2i+1) of the passage: one letter and a space.
+    offsets = [(2 * i, 2 * i + 1) if i in context else None for i in range(n_tokens)]
+    return WindowLogits(passage_index, start_logits, end_logits, offsets, null_index=0)
+
+
+def test_best_span_is_start_plus_end_logits() -> None:
+    w = make_window(10, starts={3: 5.0, 4: 1.0}, ends={5: 4.0, 6: 1.0}, context=range(2, 10))
+    best = window_spans(w, max_answer_tokens=30)[0]
+    assert (best.start_token, best.end_token) == (3, 5)
+    assert best.score == pytest.approx(9.0)
+    assert (best.char_start, best.char_end) == (6, 11)
+
+
+def test_end_before_start_is_never_chosen() -> None:
+    w = make_window(10, starts={7: 9.0, 3: 0.0}, ends={4: 9.0, 8: 0.0}, context=range(2, 10))
+    for span in window_spans(w, top_n=50):
+        assert span.end_token >= span.start_token
+    best = window_spans(w)[0]
+    assert (best.start_token, best.end_token) != (7, 4)
+
+
+def test_spans_longer_than_max_answer_tokens_are_dropped() -> None:
+    w = make_window(40, starts={2: 10.0, 20: 1.0}, ends={35: 10.0, 21: 1.0}, context=range(2, 40))
+    spans = window_spans(w, max_answer_tokens=5, top_n=100)
+    assert spans
+    assert all(s.end_token - s.start_token + 1 <= 5 for s in spans)
+
+
+def test_spans_stay_inside_the_passage_tokens() -> None:
+    # The question tokens (1-3) and CLS (0) get the highest logits; they must not be picked.
+    w = make_window(12, starts={0: 20.0, 1: 20.0, 5: 2.0}, ends={0: 20.0, 3: 20.0, 6: 2.0}, context=range(5, 12))
+    spans = window_spans(w, top_n=100)
+    assert all(s.start_token >= 5 and s.end_token >= 5 for s in spans)
+    assert (spans[0].start_token, spans[0].end_token) == (5, 6)
+
+
+def test_null_score_and_margin() -> None:
+    w = make_window(8, starts={0: 6.0, 4: 1.0}, ends={0: 6.0, 5: 1.0}, context=range(3, 8))
+    span = window_spans(w)[0]
+    assert w.null_score == pytest.approx(12.0)
+    assert span.margin == pytest.approx(2.0 - 12.0)
+
+
+def test_scores_rank_across_windows_by_raw_logits_not_per_window_softmax() -> None:
+    # Window A is peaked (its softmax would be ~1.0) but has low raw logits; window B is flat and high.
+    a = make_window(8, starts={4: 2.0}, ends={4: 2.0}, context=range(3, 8), passage_index=0, base=-30.0)
+    b = make_window(8, starts={4: 6.0, 5: 5.9}, ends={4: 6.0, 5: 5.9}, context=range(3, 8), passage_index=1, base=5.0)
+    spans = decode([a, b], ["x " * 8, "y " * 8], top_k=3)
+    assert spans[0].passage_index == 1
+    assert spans[0].score == pytest.approx(12.0)
+    assert [s.score for s in spans] == sorted((s.score for s in spans), reverse=True)
+
+
+def test_overlapping_duplicates_keep_the_best() -> None:
+    cands = [
+        SpanCandidate(0, 0, 10, 5.0, 0.0, 0, 2),
+        SpanCandidate(0, 5, 12, 7.0, 0.0, 1, 3),
+        SpanCandidate(0, 20, 25, 1.0, 0.0, 5, 6),
+        SpanCandidate(1, 0, 10, 3.0, 0.0, 0, 2),
+    ]
+    kept = drop_overlapping(cands)
+    assert [(k.passage_index, k.char_start, k.score) for k in kept] == [(0, 5, 7.0), (1, 0, 3.0), (0, 20, 1.0)]
+
+
+def test_same_span_from_two_windows_is_returned_once() -> None:
+    a = make_window(8, starts={4: 3.0}, ends={5: 3.0}, context=range(3, 8))
+    b = make_window(8, starts={4: 4.0}, ends={5: 4.0}, context=range(3, 8))
+    spans = decode([a, b], ["a b c d e f g h "], top_k=10)
+    assert len([s for s in spans if (s.char_start, s.char_end) == (8, 11)]) == 1
+    assert spans[0].score == pytest.approx(8.0)
+
+
+def test_trim_span_removes_edge_whitespace() -> None:
+    text = "a  Denver Broncos  b"
+    assert trim_span(text, 1, 19) == (3, 17)
+    assert text[3:17] == "Denver Broncos"
+    assert trim_span("   ", 0, 3) == (3, 3)
+
+
+def test_window_without_passage_tokens_gives_nothing() -> None:
+    w = make_window(5, starts={1: 3.0}, ends={1: 3.0}, context=range(0))
+    assert window_spans(w) == []
