@@ -11,7 +11,7 @@ from spanqa.types import page_at
 
 # A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
 # a blank line always ends one.
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])([\"'”’)\]]*)\s+|\n\s*\n")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _SENTENCE_END.finditer(text):
-        _append_stripped(text, start, match.start(), spans)
+        closers = match.group(1) or ""
+        _append_stripped(text, start, match.start() + len(closers), spans)
         start = match.end()
     _append_stripped(text, start, len(text), spans)
     return spans
@@ -67,13 +68,13 @@ def _units(
                 units.append((s, e))
                 counts.append(max(n, 1))
                 continue
-            for t in range(0, n, piece_tokens):
-                piece = offsets[t : t + piece_tokens]
-                p_start = s + piece[0][0]
-                p_end = s + piece[-1][1] if t + piece_tokens < n else e
-                if p_end > p_start:
-                    units.append((p_start, p_end))
-                    counts.append(len(piece))
+            # Pieces meet at token starts, so characters the tokenizer drops (control chars) stay covered.
+            cuts = [s] + [s + offsets[t][0] for t in range(piece_tokens, n, piece_tokens)] + [e]
+            for index, (p_start, p_end) in enumerate(zip(cuts, cuts[1:], strict=False)):
+                before = len(units)
+                _append_stripped(text, p_start, p_end, units)
+                if len(units) > before:
+                    counts.append(len(offsets[index * piece_tokens : (index + 1) * piece_tokens]) or 1)
     return units, counts
 
 

@@ -144,6 +144,9 @@ class IngestJob:
             PathNotFoundError: a path does not exist (nothing is changed).
         """
         started = time.perf_counter()
+        active = self.catalog.active_index()
+        if active is not None:
+            check_model(active.model_name, self.encoder.model_name)
         found = self.discover(paths, include=include, exclude=exclude)
         report = IngestReport()
         report.orphans_removed = self.remove_orphans()

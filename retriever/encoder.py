@@ -119,7 +119,7 @@ class SentenceEncoder:
     @property
     def dimension(self) -> int:
         self.warm_up()
-        dim = self._model.get_sentence_embedding_dimension()
+        dim = self._model.get_embedding_dimension()
         return int(dim)
 
     @property

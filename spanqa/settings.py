@@ -42,7 +42,7 @@ class Settings:
     retriever_max_seq_len: int = 256
     chunk_tokens: int = 200
     chunk_overlap: int = 40
-    max_file_mb: float = 200.0
+    max_file_mb: float = 20.0
 
     reader_model: str = DEFAULT_READER_MODEL
     reader_batch_size: int = 16

@@ -1,0 +1,675 @@
+"""Format loaders: read a file, pick its loader by content as well as extension, extract and normalize text.
+
+Every user-level problem (missing, unreadable, binary, corrupt, encrypted, too large, empty) is a
+``LoadError`` whose message is one short line fit to show a user and store in the catalog; no traceback
+ever escapes. Heavy parsers (pypdf, python-docx, BeautifulSoup, markdown-it, charset-normalizer) are
+imported only when used.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+import logging
+import re
+import stat as stat_module
+import threading
+import warnings
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spanqa.types import page_at
+
+logger = logging.getLogger(__name__)
+
+MB = 1_000_000
+"""Bytes per megabyte in size messages (as in ``max_bytes = int(settings.max_file_mb * MB)``)."""
+
+HEAD_BYTES = 8192
+"""How many leading bytes ``load_file`` hands to ``detect_format`` (callers sniffing files: read as many)."""
+
+TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst"})
+MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
+HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
+SUPPORTED_EXTENSIONS: frozenset[str] = (
+    TEXT_EXTENSIONS | MARKDOWN_EXTENSIONS | HTML_EXTENSIONS | frozenset({".pdf", ".docx"})
+)
+
+_EXTENSION_FORMATS: dict[str, str] = {
+    **dict.fromkeys(TEXT_EXTENSIONS, "txt"),
+    **dict.fromkeys(MARKDOWN_EXTENSIONS, "md"),
+    **dict.fromkeys(HTML_EXTENSIONS, "html"),
+    ".pdf": "pdf",
+    ".docx": "docx",
+}
+_MAX_REASON_CHARS = 160
+
+
+class LoadError(Exception):
+    """A file that cannot be loaded; ``str(exc)`` is a one-line, user-facing reason (no traceback text)."""
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Where one page lies in ``LoadedText.text``: ``text[char_start:char_end]`` (1-based ``number``)."""
+
+    number: int
+    char_start: int
+    char_end: int
+
+
+@dataclass
+class LoadedText:
+    """The normalized text of one file.
+
+    Attributes:
+        text: normalized text (see ``normalize_whitespace``).
+        format: one of "txt", "md", "html", "pdf", "docx".
+        pages: for PDFs one span per page, in order, trimmed to the page's text (an empty page has an empty
+            span); ``[]`` for formats without pages.
+        encoding: the detected charset for text formats (txt, md, html), else None.
+    """
+
+    text: str
+    format: str
+    pages: list[PageSpan]
+    encoding: str | None = None
+
+
+def page_for_offset(pages: list[PageSpan], offset: int) -> int | None:
+    """The number of the page holding ``offset`` (the last page starting at or before it for gaps).
+
+    Args:
+        pages: spans from ``LoadedText.pages``.
+        offset: a char offset into ``LoadedText.text``.
+
+    Returns:
+        A 1-based page number, or None when there are no pages.
+    """
+    return page_at([(p.number, p.char_start) for p in pages], offset)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Whitespace normalization with an offset map
+# ----------------------------------------------------------------------------------------------------------
+
+_WHITESPACE_RUN = re.compile(r"\s+")
+# Characters str.splitlines() breaks on (besides \r\n, handled as one break).
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def normalize_whitespace(text: str) -> tuple[str, list[int]]:
+    """Normalize whitespace, keeping a map from each output char back to the input.
+
+    Rules: ``\\r\\n``, ``\\r`` and other line separators become ``\\n``; tabs, NBSP and other unicode spaces
+    become ``' '``; runs of spaces collapse to one; spaces at line starts and ends are dropped; three or more
+    newlines collapse to two (a paragraph break); the whole text is stripped. Every non-whitespace char is
+    kept unchanged.
+
+    Args:
+        text: any text.
+
+    Returns:
+        ``(normalized, source_index)`` with ``len(source_index) == len(normalized)``, ``source_index``
+        strictly increasing and ``text[source_index[i]] == normalized[i]`` for every non-whitespace char.
+    """
+    out: list[str] = []
+    index: list[int] = []
+    pos = 0
+    for match in _WHITESPACE_RUN.finditer(text):
+        start, end = match.span()
+        if start > pos:  # a run of non-whitespace chars, kept verbatim
+            out.append(text[pos:start])
+            index.extend(range(pos, start))
+        pos = end
+        if start == 0 or end == len(text):  # leading / trailing whitespace of the whole text
+            continue
+        if end - start == 1 and text[start] not in _LINE_BREAKS:  # fast path: the common single space
+            out.append(" ")
+            index.append(start)
+            continue
+        breaks: list[int] = []
+        i = start
+        while i < end and len(breaks) < 2:
+            ch = text[i]
+            if ch in _LINE_BREAKS:
+                breaks.append(i)
+                if ch == "\r" and i + 1 < end and text[i + 1] == "\n":
+                    i += 1
+            i += 1
+        if breaks:
+            out.append("\n" * len(breaks))
+            index.extend(breaks)
+        else:
+            out.append(" ")
+            index.append(start)
+    if pos < len(text):
+        out.append(text[pos:])
+        index.extend(range(pos, len(text)))
+    return "".join(out), index
+
+
+def _normalize_pages(raw_pages: list[str]) -> tuple[str, list[PageSpan]]:
+    """Join page texts with blank lines, normalize, and map each page's raw span into the normalized text."""
+    raw_parts: list[str] = []
+    raw_spans: list[tuple[int, int]] = []
+    offset = 0
+    for i, page_text in enumerate(raw_pages):
+        if i:
+            raw_parts.append("\n\n")
+            offset += 2
+        raw_parts.append(page_text)
+        raw_spans.append((offset, offset + len(page_text)))
+        offset += len(page_text)
+    text, source_index = normalize_whitespace("".join(raw_parts))
+    pages: list[PageSpan] = []
+    for number, (raw_start, raw_end) in enumerate(raw_spans, start=1):
+        start = bisect.bisect_left(source_index, raw_start)
+        end = bisect.bisect_left(source_index, raw_end)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        pages.append(PageSpan(number=number, char_start=start, char_end=end))
+    return text, pages
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Format detection
+# ----------------------------------------------------------------------------------------------------------
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_HTML_START = re.compile(
+    r"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL
+)
+# Control chars that real text files do not contain (tab, newlines, form feed, backspace and ESC are allowed).
+_BINARY_CONTROLS = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\x7f]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _bom_encoding(data: bytes) -> str | None:
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding
+    return None
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """Guess UTF-16 LE/BE text without a BOM from where its NUL bytes fall (ASCII-heavy text only)."""
+    sample = head[: len(head) - len(head) % 2]
+    if len(sample) < 4:
+        return None
+    even_nuls = sample[0::2].count(0)
+    odd_nuls = sample[1::2].count(0)
+    half = len(sample) // 2
+    if odd_nuls >= 0.3 * half and even_nuls <= 0.02 * half:
+        return "utf-16-le"
+    if even_nuls >= 0.3 * half and odd_nuls <= 0.02 * half:
+        return "utf-16-be"
+    return None
+
+
+def _looks_like_text(text: str) -> bool:
+    """False when decoded text is full of control chars (i.e. binary data that happened to decode)."""
+    if not text:
+        return True
+    if "\x00" in text:
+        return False
+    limit = 0.02 * len(text)
+    return all(count <= limit for count, _ in enumerate(_BINARY_CONTROLS.finditer(text), start=1))
+
+
+def _sniff_head(head: bytes) -> str | None:
+    """Decode the head of a file to sniff it, or None when it looks binary."""
+    encoding = _bom_encoding(head) or (_utf16_without_bom(head) if b"\x00" in head else None)
+    if encoding is None:
+        if b"\x00" in head:
+            return None
+        encoding = "utf-8"
+    # An incremental decoder tolerates a multi-byte char cut at the end of the head.
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+    try:
+        text = decoder.decode(head, final=False)
+    except UnicodeDecodeError:
+        if encoding != "utf-8":
+            return None
+        text = head.decode("cp1252", errors="replace")  # legacy 8-bit text; good enough to sniff
+    return text if _looks_like_text(text) else None
+
+
+def _is_docx_zip(path: Path) -> bool | None:
+    """True/False when ``path`` is a readable zip with/without word/document.xml; None when unreadable."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return "word/document.xml" in archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError):
+        return None
+
+
+def detect_format(path: Path, head: bytes) -> str | None:
+    """Choose the loader by content as well as extension.
+
+    ``%PDF-`` magic -> "pdf"; a zip holding word/document.xml -> "docx"; an HTML document start
+    (``<!doctype html`` or ``<html``, after an optional XML declaration and comments) -> "html"; otherwise
+    the extension decides. A file named .pdf/.docx whose content is neither goes to that loader, which then
+    reports it as corrupt.
+
+    Args:
+        path: the file (its extension, and for zips its member list, are consulted).
+        head: the first bytes of the file (``HEAD_BYTES`` of them is plenty).
+
+    Returns:
+        "txt", "md", "html", "pdf" or "docx"; None when the content is binary (NUL bytes, undecodable,
+        another zip type) or the type is unsupported.
+    """
+    ext_format = _EXTENSION_FORMATS.get(path.suffix.lower())
+    if head.lstrip(b" \t\r\n\x0c").startswith(b"%PDF-"):
+        return "pdf"
+    if head.startswith(b"PK\x03\x04"):
+        is_docx = _is_docx_zip(path)
+        if is_docx or (is_docx is None and ext_format == "docx"):
+            return "docx"
+        return None
+    text = _sniff_head(head)
+    if text is not None and _HTML_START.match(text[:1024].lstrip("\ufeff")):
+        return "html"
+    if ext_format in ("pdf", "docx"):
+        return ext_format
+    if text is None:
+        return None
+    return ext_format
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Text decoding
+# ----------------------------------------------------------------------------------------------------------
+
+_HTML_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# What browsers do (WHATWG Encoding): these labels mean windows-1252.
+_WINDOWS_1252_ALIASES = frozenset({"latin1", "latin-1", "iso-8859-1", "iso8859-1", "ascii", "us-ascii"})
+
+
+def _declared_html_charset(data: bytes) -> str | None:
+    head = data[:4096]
+    match = _XML_ENCODING.match(head) or _HTML_CHARSET.search(head)
+    if not match:
+        return None
+    label = match.group(1).decode("ascii", errors="ignore").lower()
+    if label in _WINDOWS_1252_ALIASES:
+        return "cp1252"
+    try:
+        name = codecs.lookup(label).name
+    except LookupError:
+        return None
+    # A UTF-16/32 declaration read from ASCII-compatible bytes is wrong by definition; browsers use UTF-8.
+    return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
+
+
+def _mostly_latin(text: str) -> bool:
+    """True when at most 40% of the letters are non-ASCII: Western text, not e.g. Cyrillic read as cp1252."""
+    letters = [ch for ch in text[:100_000] if ch.isalpha()]
+    if not letters:
+        return True
+    return sum(1 for ch in letters if ord(ch) > 127) <= 0.4 * len(letters)
+
+
+def _decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """Decode the bytes of a text file.
+
+    Order: BOM; the declared charset (HTML); strict UTF-8; UTF-16 without BOM; UTF-8 with a few bad bytes
+    replaced; cp1252 for Western 8-bit text; charset-normalizer detection.
+
+    Args:
+        data: the file's bytes.
+        declared: a charset the document declares, tried right after a BOM.
+
+    Returns:
+        (text, encoding name).
+    """
+    bom = _bom_encoding(data)
+    candidates = [bom] if bom else []
+    if declared:
+        candidates.append(declared)
+    candidates.append("utf-8")
+    if b"\x00" in data[:HEAD_BYTES]:
+        utf16 = _utf16_without_bom(data[:HEAD_BYTES])
+        if utf16:
+            candidates.append(utf16)
+    for encoding in candidates:
+        try:
+            text = data.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            continue
+        if not _looks_like_text(text):
+            raise LoadError("binary file")
+        return text, codecs.lookup(encoding).name
+    if b"\x00" in data:
+        raise LoadError("binary file")
+    # Mostly UTF-8 with a few bad bytes (a damaged or concatenated file): keep UTF-8, replace the bad bytes.
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    if sum(1 for _ in _NON_ASCII.finditer(text)) - bad >= 10 * bad and _looks_like_text(text):
+        logger.debug("%d invalid UTF-8 sequences replaced", bad)
+        return text, "utf-8"
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        text = ""
+    if text and _mostly_latin(text) and _looks_like_text(text):
+        return text, "cp1252"
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None:
+        raise LoadError("undecodable text (unknown encoding)")
+    text = str(best)
+    if not _looks_like_text(text):
+        raise LoadError("binary file")
+    return text, codecs.lookup(best.encoding).name
+
+
+# ----------------------------------------------------------------------------------------------------------
+# HTML and Markdown
+# ----------------------------------------------------------------------------------------------------------
+
+_DROP_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "title",
+    "svg",
+    "canvas",
+    "iframe",
+    "object",
+    "embed",
+)
+_PARAGRAPH_TAGS = frozenset(
+    {
+        *("p", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "table", "ul", "ol", "dl"),
+        *("section", "article", "header", "footer", "nav", "aside", "main", "figure", "figcaption"),
+        *("address", "hr", "form", "fieldset", "details", "summary", "caption", "body", "html"),
+    }
+)
+_LINE_TAGS = frozenset({"div", "li", "tr", "td", "th", "dt", "dd", "br", "legend", "option"})
+_HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
+
+
+def _html_to_text(markup: str) -> str:
+    """Extract readable text from HTML: no scripts/styles/comments; block elements become line breaks."""
+    from bs4 import BeautifulSoup
+    from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+    soup = BeautifulSoup(markup, "html.parser")
+    for tag in soup.find_all(_DROP_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(hidden=True):
+        tag.decompose()
+
+    parts: list[str] = []
+    pending_break = 0  # newlines owed before the next text: breaks in a row (and blank text between) merge
+    pre_depth = 0
+    # Iterative walk (deeply nested markup must not hit the recursion limit): (node, closing) events.
+    stack: list[tuple[Any, bool]] = [(soup, False)]
+    while stack:
+        node, closing = stack.pop()
+        if isinstance(node, NavigableString):
+            if isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
+                continue
+            text = str(node) if pre_depth else _HTML_SPACE.sub(" ", str(node))
+            if not text.strip() and (pending_break or not parts):
+                continue
+            if pending_break:
+                parts.append("\n" * pending_break)
+                pending_break = 0
+            parts.append(text)
+            continue
+        if not isinstance(node, Tag):
+            continue
+        name = node.name.lower()
+        pending_break = max(pending_break, 2 if name in _PARAGRAPH_TAGS else 1 if name in _LINE_TAGS else 0)
+        if closing:
+            if name == "pre":
+                pre_depth -= 1
+            continue
+        if name == "pre":
+            pre_depth += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(node.contents))
+    return "".join(parts)
+
+
+_FRONT_MATTER = re.compile(
+    r"\A---[ \t]*\r?\n[A-Za-z_][\w-]*[ \t]*:.*?\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL
+)
+
+
+def _markdown_to_text(source: str) -> str:
+    """Render Markdown (CommonMark + tables + strikethrough) to HTML, then extract its text."""
+    from markdown_it import MarkdownIt
+
+    source = _FRONT_MATTER.sub("", source, count=1)
+    renderer = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    return _html_to_text(renderer.render(source))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# PDF and DOCX
+# ----------------------------------------------------------------------------------------------------------
+
+_pypdf_quiet_lock = threading.Lock()
+_pypdf_quiet_depth = 0
+_pypdf_saved_level = logging.NOTSET
+
+
+@contextlib.contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """Silence pypdf's logging and warnings (broken files make it very chatty) for the duration."""
+    global _pypdf_quiet_depth, _pypdf_saved_level
+    pypdf_logger = logging.getLogger("pypdf")
+    with _pypdf_quiet_lock:
+        if _pypdf_quiet_depth == 0:
+            _pypdf_saved_level = pypdf_logger.level
+            pypdf_logger.setLevel(logging.CRITICAL + 1)
+        _pypdf_quiet_depth += 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        with _pypdf_quiet_lock:
+            _pypdf_quiet_depth -= 1
+            if _pypdf_quiet_depth == 0:
+                pypdf_logger.setLevel(_pypdf_saved_level)
+
+
+def _short_reason(exc: BaseException) -> str:
+    """One line describing ``exc``: its message's first line, truncated, or its type name."""
+    lines = str(exc).strip().splitlines()
+    reason = lines[0].strip() if lines else ""
+    if not reason:
+        reason = type(exc).__name__
+    if len(reason) > _MAX_REASON_CHARS:
+        reason = reason[: _MAX_REASON_CHARS - 3] + "..."
+    return reason
+
+
+def _pdf_pages(data: bytes) -> list[str]:
+    """The text of each page of a PDF."""
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, WrongPasswordError
+
+    with _quiet_pypdf():
+        try:
+            reader = PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted:
+                try:
+                    decrypted = reader.decrypt("")
+                except DependencyError as exc:
+                    raise LoadError(f"encrypted PDF (cannot decrypt: {_short_reason(exc)})") from exc
+                except (FileNotDecryptedError, WrongPasswordError) as exc:
+                    raise LoadError("encrypted PDF") from exc
+                if not decrypted:  # PasswordType.NOT_DECRYPTED == 0
+                    raise LoadError("encrypted PDF")
+            pages = list(reader.pages)
+        except LoadError:
+            raise
+        except (FileNotDecryptedError, WrongPasswordError) as exc:
+            raise LoadError("encrypted PDF") from exc
+        except Exception as exc:  # pypdf raises many types (and KeyError, ValueError...) on broken files
+            raise LoadError(f"corrupt PDF: {_short_reason(exc)}") from exc
+        if not pages:
+            raise LoadError("corrupt PDF: no pages")
+        texts: list[str] = []
+        failed = 0
+        for number, page in enumerate(pages, start=1):
+            try:
+                texts.append(page.extract_text() or "")
+            except Exception as exc:
+                failed += 1
+                logger.warning("PDF page %d: text extraction failed: %s", number, _short_reason(exc))
+                texts.append("")
+        if failed == len(pages):
+            raise LoadError("corrupt PDF: text extraction failed on every page")
+    return texts
+
+
+def _docx_blocks(data: bytes) -> list[str]:
+    """Paragraph and table-cell texts of a .docx in document order (headers, footers, text boxes left out)."""
+    from docx import Document
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    if data.startswith(b"\xd0\xcf\x11\xe0"):  # OLE2: a legacy .doc, or a password-protected Office file
+        raise LoadError("not a .docx file (password-protected, or an old .doc)")
+    try:
+        document = Document(io.BytesIO(data))
+    except ValueError as exc:
+        if "not a Word file" in str(exc):  # e.g. a .docm or .dotx: python-docx reads only .docx
+            raise LoadError("unsupported Word file (not a .docx document)") from exc
+        raise LoadError(f"corrupt DOCX: {_short_reason(exc)}") from exc
+    except Exception as exc:  # BadZipFile, KeyError, PackageNotFoundError, XML syntax errors...
+        raise LoadError(f"corrupt DOCX: {_short_reason(exc)}") from exc
+
+    blocks: list[str] = []
+    # Iterative walk over body content; nested tables are read cell by cell.
+    stack: list[Any] = list(reversed(list(document.iter_inner_content())))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Paragraph):
+            blocks.append(item.text)
+        elif isinstance(item, Table):
+            seen: set[int] = set()
+            cells: list[Any] = []
+            for row in item.rows:
+                for cell in row.cells:
+                    if id(cell._tc) not in seen:  # merged cells repeat the same element
+                        seen.add(id(cell._tc))
+                        cells.append(cell)
+            stack.extend(reversed([inner for cell in cells for inner in cell.iter_inner_content()]))
+    return blocks
+
+
+# ----------------------------------------------------------------------------------------------------------
+# load_file
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _read_bytes(path: Path, max_bytes: int | None) -> bytes:
+    """Read a file, checking existence, type, permissions and size (before reading) first."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError as exc:
+        raise LoadError("file not found") from exc
+    except PermissionError as exc:
+        raise LoadError("permission denied") from exc
+    except OSError as exc:
+        raise LoadError(f"cannot read file: {exc.strerror or _short_reason(exc)}") from exc
+    if stat_module.S_ISDIR(stat.st_mode):
+        raise LoadError("is a directory")
+    if not stat_module.S_ISREG(stat.st_mode):  # a FIFO or device would block or never end
+        raise LoadError("not a regular file")
+    if max_bytes is not None and stat.st_size > max_bytes:
+        raise LoadError(_too_large(stat.st_size, max_bytes))
+    try:
+        with path.open("rb") as handle:
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    except PermissionError as exc:
+        raise LoadError("permission denied") from exc
+    except OSError as exc:
+        raise LoadError(f"cannot read file: {exc.strerror or _short_reason(exc)}") from exc
+    if max_bytes is not None and len(data) > max_bytes:  # grew since stat, or a special file
+        raise LoadError(_too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return f"too large ({size / MB:.1f} MB > {max_bytes / MB:g} MB limit; raise SPANQA_MAX_FILE_MB)"
+
+
+def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
+    """Read a file, detect its format, extract its text and normalize it.
+
+    Args:
+        path: the file to load.
+        max_bytes: refuse files larger than this (checked before reading); None for no limit.
+
+    Returns:
+        The normalized text, its format, PDF page spans and the detected text encoding.
+
+    Raises:
+        LoadError: for every user-level problem (not found, permission denied, empty, binary, unsupported,
+            corrupt or encrypted PDF, corrupt DOCX, too large, undecodable, no text found).
+    """
+    path = Path(path)
+    data = _read_bytes(path, max_bytes)
+    if not data:
+        raise LoadError("empty file")
+    head = data[:HEAD_BYTES]
+    fmt = detect_format(path, head)
+    if fmt is None:
+        suffix = path.suffix.lower()
+        if suffix in SUPPORTED_EXTENSIONS or _sniff_head(head) is None:
+            raise LoadError("binary file")
+        raise LoadError(f"unsupported file type ({suffix or 'no extension'})")
+
+    encoding: str | None = None
+    pages: list[PageSpan] = []
+    try:
+        if fmt == "pdf":
+            text, pages = _normalize_pages(_pdf_pages(data))
+        elif fmt == "docx":
+            text, _ = normalize_whitespace("\n\n".join(_docx_blocks(data)))
+        else:
+            declared = _declared_html_charset(data) if fmt == "html" else None
+            raw, encoding = _decode_text(data, declared)
+            if fmt == "html":
+                raw = _html_to_text(raw)
+            elif fmt == "md":
+                raw = _markdown_to_text(raw)
+            text, _ = normalize_whitespace(raw)
+    except LoadError:
+        raise
+    except RecursionError as exc:
+        raise LoadError(f"cannot parse {fmt}: too deeply nested") from exc
+    except Exception as exc:  # a parser bug or an odd file: never let a traceback reach the user
+        logger.debug("unexpected error loading %s", path, exc_info=True)
+        raise LoadError(f"cannot parse {fmt}: {_short_reason(exc)}") from exc
+
+    if not text:
+        if fmt == "pdf":
+            raise LoadError("no text found (image-only PDF? OCR is not supported)")
+        raise LoadError("no text found")
+    return LoadedText(text=text, format=fmt, pages=pages, encoding=encoding)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install everything and run the whole test suite, starting the services the integration tests need
+# (Redis, PostgreSQL) when none answers. Used by CI (.ci/run) and by developers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh --dev
+export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/15}
+export DATABASE_URL=${DATABASE_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
+bash scripts/services.sh
+export HF_HUB_OFFLINE=1
+exec .venv/bin/python -m pytest -q "$@"

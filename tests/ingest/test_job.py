@@ -1,0 +1,274 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ingest.catalog import Catalog
+from ingest.job import FAILED, NEW, PRUNED, UNCHANGED, IngestError, IngestJob, PathNotFoundError
+from retriever.encoder import SentenceEncoder
+from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
+from spanqa.settings import Settings
+from spanqa.types import DocumentStatus
+
+TEXTS = {
+    "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. " * 8
+    + "\n\nThe game was played at Levi's Stadium in Santa Clara. " * 6,
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River. " * 6,
+    "sub/photo.html": "<html><body><h1>Photosynthesis</h1><p>"
+    + "Photosynthesis converts light energy into chemical energy. " * 8
+    + "</p></body></html>",
+}
+
+
+class CountingEncoder:
+    """Wraps the real encoder and counts encode calls."""
+
+    def __init__(self, inner: SentenceEncoder) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.texts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def model_name(self) -> str:
+        return self.inner.model_name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.inner.tokenizer
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.inner.max_seq_length
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+class Env:
+    def __init__(self, settings: Settings, tmp_path: Path) -> None:
+        self.settings = settings
+        self.docs = tmp_path / "docs"
+        self.docs.mkdir()
+        self.catalog = Catalog(settings.catalog_url)
+        self.index: VectorIndex = EdgeVectorIndex(settings.qdrant_path)
+        self.encoder = CountingEncoder(SentenceEncoder(model=settings.retriever_model))
+        self.job = IngestJob(
+            catalog=self.catalog,
+            encoder=self.encoder,
+            index=self.index,
+            chunk_tokens=settings.chunk_tokens,
+            chunk_overlap=settings.chunk_overlap,
+            max_file_bytes=int(settings.max_file_mb * 1e6),
+        )
+
+    @property
+    def collection(self) -> str:
+        active = self.catalog.active_index()
+        assert active is not None
+        return active.collection
+
+    def assert_consistent(self) -> None:
+        """Points in Qdrant are exactly the catalog's chunks, and every chunk is a slice of its document."""
+        assert self.index.point_ids(self.collection) == self.catalog.chunk_ids()
+        assert self.index.count(self.collection) == self.catalog.counts()["chunks"]
+        for doc in self.catalog.list_documents(status=DocumentStatus.INDEXED):
+            full = self.catalog.get_document(doc.id)
+            assert full is not None
+            chunks = self.catalog.chunks_of(doc.id)
+            assert len(chunks) == full.num_chunks > 0
+            for chunk in chunks:
+                assert full.text[chunk.char_start : chunk.char_end] == chunk.text
+
+
+@pytest.fixture
+def env(settings: Settings, tmp_path: Path) -> Iterator[Env]:
+    e = Env(settings, tmp_path)
+    yield e
+    e.index.close()
+    e.catalog.close()
+
+
+def test_ingest_a_folder_then_nothing_to_do(env: Env) -> None:
+    write_tree(env.docs, TEXTS)
+    report = env.job.run([env.docs])
+    assert report.summary()["new"] == 3 and report.exit_code == 0
+    assert report.chunks_embedded == env.catalog.counts()["chunks"] > 3
+    env.assert_consistent()
+    doc = env.catalog.get_document_by_path(str(env.docs / "sub/photo.html"))
+    assert doc is not None and doc.relative_path == "sub/photo.html" and doc.format == "html"
+
+    calls = env.encoder.calls
+    again = env.job.run([env.docs])
+    assert again.summary()["unchanged"] == 3
+    assert env.encoder.calls == calls  # no model work at all on an unchanged folder
+    env.assert_consistent()
+
+
+def test_changed_file_replaces_its_points(env: Env) -> None:
+    write_tree(env.docs, TEXTS)
+    env.job.run([env.docs])
+    before = {c.id for c in env.catalog.chunks_of(env.catalog.get_document_by_path(str(env.docs / "warsaw.md")).id)}  # type: ignore[union-attr]
+    (env.docs / "warsaw.md").write_text("# Kraków\n\nKraków was the capital of Poland until 1596. " * 3)
+    report = env.job.run([env.docs])
+    assert report.summary() == {"new": 0, "changed": 1, "unchanged": 2, "failed": 0, "pruned": 0}
+    env.assert_consistent()
+    doc = env.catalog.get_document_by_path(str(env.docs / "warsaw.md"), with_text=True)
+    assert doc is not None and "Kraków" in doc.text and "Vistula" not in doc.text
+    assert not before & env.index.point_ids(env.collection)
+
+
+def test_prune_removes_vanished_files(env: Env) -> None:
+    write_tree(env.docs, TEXTS)
+    env.job.run([env.docs])
+    gone = env.catalog.get_document_by_path(str(env.docs / "broncos.txt"))
+    assert gone is not None
+    (env.docs / "broncos.txt").unlink()
+    report = env.job.run([env.docs], prune=True)
+    assert report.count(PRUNED) == 1
+    assert env.catalog.get_document(gone.id).status == DocumentStatus.DELETED  # type: ignore[union-attr]
+    assert env.index.count(env.collection, document_id=gone.id) == 0
+    env.assert_consistent()
+    # Without --prune nothing is dropped.
+    (env.docs / "warsaw.md").unlink()
+    assert env.job.run([env.docs]).count(PRUNED) == 0
+
+
+def test_bad_inputs_are_recorded_and_the_run_goes_on(env: Env) -> None:
+    write_tree(
+        env.docs,
+        {
+            "good.txt": TEXTS["broncos.txt"],
+            "empty.txt": "",
+            "blank.txt": "   \n\n  ",
+            "binary.txt": bytes(range(256)) * 40,
+            "corrupt.pdf": b"%PDF-1.4\n" + os.urandom(2000),
+            "latin1.txt": "Caf\xe9 na\xefve: the caf\xe9 in Z\xfcrich serves cr\xe8me br\xfbl\xe9e every day.".encode("latin-1"),
+        },
+    )
+    big = env.docs / "big.txt"
+    with big.open("wb") as fh:  # 50 MB, sparse: the size check must refuse it before reading
+        fh.truncate(50 * 1024 * 1024)
+    os.symlink(env.docs, env.docs / "loop")
+    report = env.job.run([env.docs])
+    by_name = {Path(o.path).name: o for o in report.outcomes}
+    assert by_name["good.txt"].status == NEW
+    assert by_name["latin1.txt"].status == NEW
+    for name in ("empty.txt", "blank.txt", "binary.txt", "corrupt.pdf", "big.txt"):
+        assert by_name[name].status == FAILED, name
+        assert by_name[name].error and "\n" not in by_name[name].error
+    assert "SPANQA_MAX_FILE_MB" in (by_name["big.txt"].error or "")
+    assert report.exit_code == 1
+    assert len(report.outcomes) == 7  # the symlink loop is walked once
+    latin = env.catalog.get_document_by_path(str(env.docs / "latin1.txt"), with_text=True)
+    assert latin is not None and "Zürich" in latin.text and "crème brûlée" in latin.text
+    failed = env.catalog.list_documents(status=DocumentStatus.FAILED)
+    assert {Path(d.path).name for d in failed} == {"empty.txt", "blank.txt", "binary.txt", "corrupt.pdf", "big.txt"}
+    env.assert_consistent()
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file_is_recorded(env: Env) -> None:
+    write_tree(env.docs, {"secret.txt": "hidden words"})
+    (env.docs / "secret.txt").chmod(0)
+    report = env.job.run([env.docs])
+    assert report.outcomes[0].status == FAILED
+
+
+def test_a_broken_update_keeps_the_indexed_version(env: Env) -> None:
+    write_tree(env.docs, {"report.pdf": b"", "notes.txt": TEXTS["broncos.txt"]})
+    (env.docs / "report.pdf").unlink()
+    env.job.run([env.docs])
+    doc = env.catalog.get_document_by_path(str(env.docs / "notes.txt"))
+    assert doc is not None
+    chunks = env.catalog.counts()["chunks"]
+    (env.docs / "notes.txt").write_bytes(b"\x00\x01\x02" * 100)
+    report = env.job.run([env.docs])
+    assert report.outcomes[0].status == FAILED and report.exit_code == 1
+    kept = env.catalog.get_document(doc.id)
+    assert kept is not None and kept.status == DocumentStatus.INDEXED and "last update failed" in (kept.error or "")
+    assert env.catalog.counts()["chunks"] == chunks
+    env.assert_consistent()
+    # Fixed again: indexed anew, error cleared.
+    (env.docs / "notes.txt").write_text(TEXTS["warsaw.md"])
+    assert env.job.run([env.docs]).outcomes[0].status == "changed"
+    assert env.catalog.get_document(doc.id).error is None  # type: ignore[union-attr]
+
+
+def test_missing_path_and_empty_folder(env: Env, tmp_path: Path) -> None:
+    with pytest.raises(PathNotFoundError):
+        env.job.run([tmp_path / "does-not-exist"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    report = env.job.run([empty])
+    assert report.outcomes == [] and report.exit_code == 0
+
+
+def test_hidden_files_and_globs(env: Env) -> None:
+    write_tree(
+        env.docs,
+        {".secret.txt": "x " * 50, ".git/config.txt": "y " * 50, "a.txt": "alpha " * 30, "b.md": "beta " * 30,
+         "c.py": "print('not a document')"},
+    )
+    names = {Path(f.path).name for f in env.job.discover([env.docs])}
+    assert names == {"a.txt", "b.md"}
+    names = {Path(f.path).name for f in env.job.discover([env.docs], exclude=["*.md"])}
+    assert names == {"a.txt"}
+    names = {Path(f.path).name for f in env.job.discover([env.docs], include=["*.md"])}
+    assert names == {"b.md"}
+    # A file named explicitly is taken whatever its type, and fails with a reason when unsupported.
+    report = env.job.run([env.docs / "c.py"])
+    assert report.outcomes[0].status in {FAILED, NEW}
+
+
+def test_orphan_points_are_removed_at_the_next_run(env: Env) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
+    env.job.run([env.docs])
+    vector = np.ones(env.encoder.dimension, dtype=np.float32) / np.sqrt(env.encoder.dimension)
+    orphan = IndexPoint(id="00000000-0000-4000-8000-000000000001", vector=vector, payload={"document_id": "x", "path": "x"})
+    env.index.upsert(env.collection, [orphan])
+    report = env.job.run([env.docs])
+    assert report.orphans_removed == 1
+    env.assert_consistent()
+
+
+def test_a_different_retriever_model_is_refused(env: Env, settings: Settings, tmp_path: Path) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
+    env.job.run([env.docs])
+    (env.docs / "b.txt").write_text("new file " * 20)
+    other = CountingEncoder(SentenceEncoder(model=str(tmp_path / "another-model")))
+    job = IngestJob(catalog=env.catalog, encoder=other, index=env.index)
+    with pytest.raises(IngestError, match="retriever model"):
+        job.run([env.docs])
+    assert other.calls == 0
+
+
+def test_unchanged_outcome_reports_chunks(env: Env) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
+    first = env.job.run([env.docs])
+    again = env.job.run([env.docs])
+    assert again.outcomes[0].status == UNCHANGED
+    assert again.outcomes[0].chunks == first.outcomes[0].chunks

@@ -1,0 +1,494 @@
+"""Loaders: every format built in code, detection by content, user-level errors, the normalization map."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.loaders import (
+    SUPPORTED_EXTENSIONS,
+    LoadedText,
+    LoadError,
+    PageSpan,
+    detect_format,
+    load_file,
+    normalize_whitespace,
+    page_for_offset,
+)
+
+PARAGRAPHS = [
+    "Super Bowl 50 was an American football game.",
+    "The Denver Broncos defeated the Carolina Panthers 24–10.",
+]
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _make_pdf(path: Path, pages: list[list[str]]) -> Path:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    for lines in pages:
+        y = 800.0
+        for line in lines:
+            pdf.drawString(72, y, line)
+            y -= 16
+        pdf.showPage()
+    pdf.save()
+    return path
+
+
+def _make_docx(path: Path) -> Path:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Broncos", level=1)
+    document.add_paragraph("The Broncos won Super Bowl 50.")
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text = "Team"
+    table.cell(0, 1).text = "Score"
+    table.cell(1, 0).text = "Denver"
+    table.cell(1, 1).text = "24"
+    document.add_paragraph("Peyton   Manning\tretired.")
+    document.save(str(path))
+    return path
+
+
+def _assert_pages_consistent(loaded: LoadedText) -> None:
+    previous_end = 0
+    for number, page in enumerate(loaded.pages, start=1):
+        assert page.number == number
+        assert previous_end <= page.char_start <= page.char_end <= len(loaded.text)
+        previous_end = page.char_end
+
+
+# -- plain text --------------------------------------------------------------------------------------------
+
+
+def test_txt_utf8(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.txt", "\n\n\n".join(PARAGRAPHS).encode("utf-8"))
+    loaded = load_file(path)
+    assert loaded.format == "txt"
+    assert loaded.text == "\n\n".join(PARAGRAPHS)
+    assert loaded.pages == []
+    assert loaded.encoding == "utf-8"
+
+
+def test_txt_utf8_bom(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.txt", b"\xef\xbb\xbf" + "Zürich café".encode())
+    loaded = load_file(path)
+    assert loaded.text == "Zürich café"  # no BOM char left over
+    assert loaded.encoding == "utf-8-sig"
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_txt_legacy_8bit(tmp_path: Path, encoding: str) -> None:
+    text = "Le café est naïve, à l'été. Voilà, déjà vu à Zürich: Grüße."
+    path = _write(tmp_path / "a.txt", text.encode(encoding))
+    loaded = load_file(path)
+    assert loaded.text == text
+    assert "café naïve" in load_file(_write(tmp_path / "b.txt", "café naïve".encode(encoding))).text
+
+
+def test_txt_cp1252_smart_quotes(tmp_path: Path) -> None:
+    text = "“Quoted” text – with a dash… and a ‘single’ quote."
+    loaded = load_file(_write(tmp_path / "a.txt", text.encode("cp1252")))
+    assert loaded.text == text
+    assert loaded.encoding == "cp1252"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_txt_utf16(tmp_path: Path, encoding: str) -> None:
+    text = "Hello wörld.\r\nThis file is UTF-16 text with a naïve café."
+    loaded = load_file(_write(tmp_path / "a.txt", text.encode(encoding)))
+    assert loaded.format == "txt"
+    assert loaded.text == "Hello wörld.\nThis file is UTF-16 text with a naïve café."
+    assert loaded.encoding is not None and loaded.encoding.startswith("utf-16")
+
+
+def test_txt_cyrillic_cp1251(tmp_path: Path) -> None:
+    text = "Москва — столица России, крупнейший по численности населения город страны. " * 5
+    loaded = load_file(_write(tmp_path / "a.txt", text.encode("cp1251")))
+    assert "Москва — столица России" in loaded.text
+
+
+def test_txt_mostly_utf8_with_a_bad_byte(tmp_path: Path) -> None:
+    data = "Zürich, café, naïve, Grüße, São Paulo, Ελληνικά. ".encode() * 3 + b"broken \xff byte."
+    loaded = load_file(_write(tmp_path / "a.txt", data))
+    assert loaded.encoding == "utf-8"
+    assert loaded.text.startswith("Zürich, café") and loaded.text.endswith("broken \ufffd byte.")
+
+
+# -- markdown and html ---------------------------------------------------------------------------------------
+
+
+def test_markdown_markup_removed(tmp_path: Path) -> None:
+    source = (
+        "---\ntitle: Front matter\n---\n"
+        "# The Title\n\n"
+        "Some *emphasis*, __strong__ and a [link text](https://example.com) in a\nwrapped paragraph.\n\n"
+        "<!-- a hidden comment -->\n\n"
+        "## Section\n\n"
+        "- item one\n- item two\n\n"
+        "```python\nprint('kept')\n    indented()\n```\n\n"
+        "Inline `code` stays.\n"
+    )
+    loaded = load_file(_write(tmp_path / "a.md", source.encode()))
+    assert loaded.format == "md"
+    text = loaded.text
+    assert text.startswith("The Title\n\n")
+    assert "Some emphasis, strong and a link text in a wrapped paragraph." in text
+    assert "\n\nSection\n\n" in text
+    assert "item one\nitem two" in text
+    assert "print('kept')\nindented()" in text
+    assert "Inline code stays." in text
+    for markup in ("#", "*", "__", "](", "https://", "<!--", "hidden comment", "```", "Front matter"):
+        assert markup not in text
+
+
+def test_html_scripts_dropped_blocks_separated(tmp_path: Path) -> None:
+    html = """<!DOCTYPE html>
+<html><head><title>Page title</title><style>p { color: red; }</style>
+<script>var secret = "do not index";</script></head>
+<body>
+  <h1>Heading</h1>
+  <p>First   paragraph
+     continues here.</p><p>Second paragraph&nbsp;with&amp;entities.</p>
+  <div>Div one</div><div>Div two</div>
+  <ul><li>Alpha</li><li>Beta</li></ul>
+  <table><tr><td>Cell A</td><td>Cell B</td></tr></table>
+  <noscript>Enable JavaScript</noscript>
+  <!-- comment -->
+  <p>Line<br>break</p>
+  <pre>  keep
+    code</pre>
+</body></html>"""
+    loaded = load_file(_write(tmp_path / "page.html", html.encode()))
+    text = loaded.text
+    assert loaded.format == "html"
+    assert text.startswith("Heading\n\nFirst paragraph continues here.\n\nSecond paragraph with&entities.")
+    assert "Div one\nDiv two" in text
+    assert "Alpha\nBeta" in text
+    assert "Cell A\nCell B" in text
+    assert "Line\nbreak" in text
+    assert "keep\ncode" in text
+    for hidden in ("secret", "color", "Page title", "Enable JavaScript", "comment"):
+        assert hidden not in text
+
+
+def test_html_declared_charset(tmp_path: Path) -> None:
+    html = '<html><head><meta charset="iso-8859-1"></head><body><p>Café naïve</p></body></html>'
+    loaded = load_file(_write(tmp_path / "a.htm", html.encode("cp1252")))
+    assert loaded.text == "Café naïve"
+    assert loaded.encoding == "cp1252"
+
+
+def test_html_declaring_utf16_in_ascii_bytes(tmp_path: Path) -> None:
+    html = '<html><head><meta charset="utf-16"></head><body><p>Plain café</p></body></html>'
+    assert load_file(_write(tmp_path / "a.html", html.encode())).text == "Plain café"
+
+
+# -- pdf -----------------------------------------------------------------------------------------------------
+
+
+def test_pdf_pages(tmp_path: Path) -> None:
+    path = _make_pdf(
+        tmp_path / "doc.pdf",
+        [
+            ["Page one talks about Denver.", "It has two lines."],
+            ["Page two mentions Carolina Panthers."],
+            ["Page three is about Levi's Stadium."],
+        ],
+    )
+    loaded = load_file(path)
+    assert loaded.format == "pdf"
+    assert loaded.encoding is None
+    assert [p.number for p in loaded.pages] == [1, 2, 3]
+    _assert_pages_consistent(loaded)
+    for needle, page_index in (("Denver", 0), ("Carolina Panthers", 1), ("Levi's Stadium", 2)):
+        start = loaded.text.index(needle)
+        span = loaded.pages[page_index]
+        assert span.char_start <= start and start + len(needle) <= span.char_end
+        assert page_for_offset(loaded.pages, start) == page_index + 1
+    page2 = loaded.pages[1]
+    assert loaded.text[page2.char_start : page2.char_end] == "Page two mentions Carolina Panthers."
+
+
+def test_pdf_with_empty_page(tmp_path: Path) -> None:
+    loaded = load_file(_make_pdf(tmp_path / "doc.pdf", [["First page."], [], ["Third page."]]))
+    assert len(loaded.pages) == 3
+    _assert_pages_consistent(loaded)
+    assert loaded.pages[1].char_start == loaded.pages[1].char_end
+    assert loaded.text[loaded.pages[2].char_start : loaded.pages[2].char_end] == "Third page."
+
+
+def test_pdf_without_text(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^no text found"):
+        load_file(_make_pdf(tmp_path / "blank.pdf", [[], []]))
+
+
+def test_corrupt_pdf(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bad.pdf", b"%PDF-1.4\n" + os.urandom(2048))
+    with pytest.raises(LoadError, match=r"^corrupt PDF: ") as info:
+        load_file(path)
+    message = str(info.value)
+    assert "\n" not in message and "Traceback" not in message and len(message) < 200
+
+
+def test_truncated_pdf(tmp_path: Path) -> None:
+    good = _make_pdf(tmp_path / "good.pdf", [["Some text here."]]).read_bytes()
+    path = _write(tmp_path / "cut.pdf", good[: len(good) // 3])
+    try:
+        loaded = load_file(path)  # pypdf may recover part of a truncated file...
+    except LoadError as exc:  # ...or report it: either way no exception but LoadError
+        assert "\n" not in str(exc)
+    else:
+        assert loaded.format == "pdf"
+
+
+def test_pdf_with_pdf_suffix_but_garbage(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^corrupt PDF"):
+        load_file(_write(tmp_path / "fake.pdf", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4))
+
+
+def test_encrypted_pdf(tmp_path: Path) -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    plain = _make_pdf(tmp_path / "plain.pdf", [["Secret text."]])
+    for password, name in (("secret", "locked.pdf"), ("", "open.pdf")):
+        writer = PdfWriter()
+        for page in PdfReader(plain).pages:
+            writer.add_page(page)
+        writer.encrypt(user_password=password, owner_password="owner", algorithm="RC4-128")
+        with (tmp_path / name).open("wb") as handle:
+            writer.write(handle)
+    with pytest.raises(LoadError, match=r"^encrypted PDF"):
+        load_file(tmp_path / "locked.pdf")
+    assert load_file(tmp_path / "open.pdf").text == "Secret text."
+
+
+# -- docx ----------------------------------------------------------------------------------------------------
+
+
+def test_docx(tmp_path: Path) -> None:
+    loaded = load_file(_make_docx(tmp_path / "a.docx"))
+    assert loaded.format == "docx"
+    assert loaded.pages == []
+    blocks = [
+        "Broncos",
+        "The Broncos won Super Bowl 50.",
+        "Team",
+        "Score",
+        "Denver",
+        "24",
+        "Peyton Manning retired.",
+    ]
+    assert loaded.text == "\n\n".join(blocks)
+
+
+def test_corrupt_docx(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^corrupt DOCX"):
+        load_file(_write(tmp_path / "a.docx", b"not a zip at all, just text"))
+    with zipfile.ZipFile(tmp_path / "b.docx", "w") as archive:
+        archive.writestr("word/document.xml", "<w:document><unclosed>")
+    with pytest.raises(LoadError, match=r"^corrupt DOCX"):
+        load_file(tmp_path / "b.docx")
+
+
+def test_legacy_doc_named_docx(tmp_path: Path) -> None:
+    ole = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504)
+    with pytest.raises(LoadError, match=r"^not a \.docx file"):
+        load_file(_write(tmp_path / "a.docx", ole))
+
+
+# -- detection by content ------------------------------------------------------------------------------------
+
+
+def test_pdf_named_txt_is_read_as_pdf(tmp_path: Path) -> None:
+    pdf = _make_pdf(tmp_path / "x.pdf", [["Hidden PDF text."]])
+    path = _write(tmp_path / "notes.txt", pdf.read_bytes())
+    loaded = load_file(path)
+    assert loaded.format == "pdf"
+    assert loaded.text == "Hidden PDF text."
+
+
+def test_html_named_txt_is_read_as_html(tmp_path: Path) -> None:
+    path = _write(tmp_path / "page.txt", b"<!doctype html><html><body><p>One</p><p>Two</p></body></html>")
+    loaded = load_file(path)
+    assert loaded.format == "html"
+    assert loaded.text == "One\n\nTwo"
+
+
+def test_docx_named_otherwise_is_read_as_docx(tmp_path: Path) -> None:
+    docx_bytes = _make_docx(tmp_path / "a.docx").read_bytes()
+    path = _write(tmp_path / "report.txt", docx_bytes)
+    assert detect_format(path, docx_bytes[:8192]) == "docx"
+    assert load_file(path).format == "docx"
+
+
+def test_markdown_mentioning_html_stays_markdown(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "a.md", b"# About HTML\n\nEvery page starts with `<html>` and ends with `</html>`.\n"
+    )
+    assert load_file(path).format == "md"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00"
+        + bytes(64),
+        os.urandom(4096),
+        b"text at first, then\x00\x01\x02\x03 binary" * 50,
+    ],
+    ids=["png", "random", "nul-bytes"],
+)
+def test_binary_named_txt(tmp_path: Path, data: bytes) -> None:
+    path = _write(tmp_path / "image.txt", data)
+    assert detect_format(path, data[:8192]) is None
+    with pytest.raises(LoadError, match=r"^binary file$"):
+        load_file(path)
+
+
+def test_other_zip_is_not_docx(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "a.txt", "w") as archive:
+        archive.writestr("content.xml", "<x/>")
+    with pytest.raises(LoadError, match=r"^binary file$"):
+        load_file(tmp_path / "a.txt")
+
+
+def test_detect_by_extension() -> None:
+    assert detect_format(Path("a.TXT"), b"plain") == "txt"
+    assert detect_format(Path("a.markdown"), b"# md") == "md"
+    assert detect_format(Path("a.htm"), b"<p>x</p>") == "html"
+    assert detect_format(Path("a.rst"), b"Title\n=====") == "txt"
+    assert detect_format(Path("a.xyz"), b"plain text") is None
+    assert detect_format(Path("a.xyz"), b"%PDF-1.7\n") == "pdf"
+    assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"} <= SUPPORTED_EXTENSIONS
+
+
+def test_unsupported_extension(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^unsupported file type \(\.xyz\)$"):
+        load_file(_write(tmp_path / "a.xyz", b"plain text"))
+
+
+# -- user-level errors ---------------------------------------------------------------------------------------
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^empty file$"):
+        load_file(_write(tmp_path / "a.txt", b""))
+
+
+@pytest.mark.parametrize("name", ["a.txt", "a.md", "a.html"])
+def test_whitespace_only(tmp_path: Path, name: str) -> None:
+    with pytest.raises(LoadError, match=r"^no text found$"):
+        load_file(_write(tmp_path / name, b" \n\t\r\n \xc2\xa0 \n"))
+
+
+def test_html_without_text(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^no text found$"):
+        load_file(_write(tmp_path / "a.html", b"<html><head><script>x()</script></head><body></body></html>"))
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"^file not found$"):
+        load_file(tmp_path / "missing.txt")
+    with pytest.raises(LoadError, match=r"^is a directory$"):
+        load_file(tmp_path)
+
+
+def test_fifo_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "pipe.txt"
+    os.mkfifo(path)
+    with pytest.raises(LoadError, match=r"^not a regular file$"):
+        load_file(path)
+
+
+def test_permission_denied(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root can read a chmod 000 file")
+    path = _write(tmp_path / "secret.txt", b"hidden")
+    path.chmod(0)
+    try:
+        with pytest.raises(LoadError, match=r"^permission denied$"):
+            load_file(path)
+    finally:
+        path.chmod(0o600)
+
+
+def test_too_large_is_checked_before_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "big.txt"
+    with path.open("wb") as handle:
+        handle.truncate(50_000_000)  # sparse: no disk used
+
+    def refuse_open(self: Path, *args: object, **kwargs: object) -> None:
+        raise AssertionError("the file was opened")
+
+    monkeypatch.setattr(Path, "open", refuse_open)
+    with pytest.raises(LoadError) as info:
+        load_file(path, max_bytes=25_000_000)
+    assert str(info.value) == "too large (50.0 MB > 25 MB limit; raise SPANQA_MAX_FILE_MB)"
+
+
+def test_max_bytes_allows_small_files(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.txt", b"0123456789")
+    assert load_file(path, max_bytes=10).text == "0123456789"
+    with pytest.raises(LoadError, match=r"^too large"):
+        load_file(path, max_bytes=9)
+
+
+# -- normalize_whitespace ------------------------------------------------------------------------------------
+
+
+def test_normalize_examples() -> None:
+    source = "  Hello,\u00a0\u00a0world!\t \r\n\r\n\r\n\r\nNext   para \r line\u2028end \n\n "
+    normalized, index = normalize_whitespace(source)
+    assert normalized == "Hello, world!\n\nNext para\nline\nend"
+    assert len(index) == len(normalized)
+    assert all(source[j] == normalized[i] for i, j in enumerate(index) if not normalized[i].isspace())
+    assert normalize_whitespace("") == ("", [])
+    assert normalize_whitespace(" \n\t ") == ("", [])
+    assert normalize_whitespace("a\n \n b") == ("a\n\nb", [0, 1, 3, 5])
+
+
+def test_page_for_offset() -> None:
+    pages = [PageSpan(1, 0, 10), PageSpan(2, 12, 12), PageSpan(3, 12, 20)]
+    assert page_for_offset(pages, 0) == 1
+    assert page_for_offset(pages, 11) == 1
+    assert page_for_offset(pages, 12) == 3
+    assert page_for_offset(pages, 25) == 3
+    assert page_for_offset([], 5) is None
+
+
+_WHITESPACE = [" ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u2003", "\u3000", "\x0b", "\x0c", "\u2028", "\x85"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_WHITESPACE), st.text(min_size=1, max_size=4))).map("".join))
+def test_normalize_properties(text: str) -> None:
+    normalized, index = normalize_whitespace(text)
+    assert len(index) == len(normalized)
+    assert all(a < b for a, b in itertools.pairwise(index))
+    for i, ch in enumerate(normalized):
+        if ch.isspace():
+            assert ch in " \n"
+            assert text[index[i]].isspace()
+        else:
+            assert text[index[i]] == ch
+    assert "  " not in normalized
+    assert "\n\n\n" not in normalized
+    assert " \n" not in normalized and "\n " not in normalized
+    assert normalized == normalized.strip()
+    assert "".join(text.split()) == "".join(normalized.split())  # no non-whitespace char lost or added
+    assert normalize_whitespace(normalized)[0] == normalized

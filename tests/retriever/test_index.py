@@ -1,0 +1,481 @@
+"""Contract tests for the vector index backends (Qdrant Edge, qdrant-client local mode, optional server)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from retriever.index import (
+    MAX_BATCH_POINTS,
+    MAX_REQUEST_BYTES,
+    EdgeVectorIndex,
+    IndexPoint,
+    SearchFilter,
+    SearchHit,
+    ServerVectorIndex,
+    VectorIndex,
+    VectorIndexError,
+    _batches,
+    collection_name,
+    open_vector_index,
+)
+
+DIM = 8
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SUBPROCESS_TIMEOUT_S = 60
+
+
+def unit_vectors(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
+    """``n`` random L2-normalized float32 vectors."""
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def make_points(
+    rng: np.random.Generator,
+    document_id: str,
+    path: str,
+    n: int,
+    *,
+    vectors: np.ndarray | None = None,
+    pages: bool = True,
+) -> list[IndexPoint]:
+    """``n`` chunk points of one document with deterministic UUIDs and full payloads."""
+    vectors = unit_vectors(rng, n) if vectors is None else vectors
+    points = []
+    for ordinal in range(n):
+        chunk_id = str(uuid.UUID(bytes=rng.bytes(16), version=4))
+        payload: dict[str, Any] = {
+            "document_id": document_id,
+            "chunk_id": chunk_id,
+            "path": path,
+            "ordinal": ordinal,
+            "char_start": ordinal * 100,
+            "char_end": ordinal * 100 + 120,
+            "page": (ordinal + 1) if pages else None,
+        }
+        points.append(IndexPoint(id=chunk_id, vector=vectors[ordinal], payload=payload))
+    return points
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(params=["edge", "memory", "server"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorIndex]:
+    """Each backend in turn; the real server only when QDRANT_URL is set."""
+    backend: VectorIndex
+    if request.param == "edge":
+        backend = EdgeVectorIndex(tmp_path / "store")
+    elif request.param == "memory":
+        backend = ServerVectorIndex(":memory:")
+    else:
+        url = os.environ.get("QDRANT_URL")
+        if not url:
+            pytest.skip("QDRANT_URL not set: no Qdrant server to test against")
+        backend = ServerVectorIndex(url, api_key=os.environ.get("QDRANT_API_KEY"))
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def coll(index: VectorIndex) -> Iterator[str]:
+    """A fresh collection name (unique, so a shared server is left clean), dropped afterwards."""
+    name = f"spanqa_test_{uuid.uuid4().hex[:12]}"
+    yield name
+    with contextlib.suppress(VectorIndexError):  # an index closed by the test itself
+        index.drop_collection(name)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Contract (every backend)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_ensure_collection_is_idempotent(index: VectorIndex, coll: str) -> None:
+    assert not index.has_collection(coll)
+    index.ensure_collection(coll, DIM)
+    index.ensure_collection(coll, DIM)
+    assert index.has_collection(coll)
+    assert index.list_collections().count(coll) == 1
+    assert index.count(coll) == 0
+
+
+def test_ensure_collection_dimension_mismatch(index: VectorIndex, coll: str) -> None:
+    index.ensure_collection(coll, DIM)
+    with pytest.raises(VectorIndexError, match="dimension") as excinfo:
+        index.ensure_collection(coll, DIM * 2)
+    assert "\n" not in str(excinfo.value)
+    index.ensure_collection(coll, DIM)  # still usable
+
+
+def test_upsert_then_count_and_point_ids(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    a = make_points(rng, "doc-a", "/docs/a.txt", 5)
+    b = make_points(rng, "doc-b", "/docs/b.txt", 3)
+    index.upsert(coll, a + b)
+    assert index.count(coll) == 8
+    assert index.count(coll, document_id="doc-a") == 5
+    assert index.count(coll, document_id="doc-b") == 3
+    assert index.count(coll, document_id="doc-missing") == 0
+    assert index.point_ids(coll) == {p.id for p in a + b}
+    assert index.point_ids(coll, document_id="doc-b") == {p.id for p in b}
+    assert index.point_ids(coll, document_id="doc-missing") == set()
+
+
+def test_upsert_same_ids_twice_has_no_duplicates(
+    index: VectorIndex, coll: str, rng: np.random.Generator
+) -> None:
+    index.ensure_collection(coll, DIM)
+    points = make_points(rng, "doc-a", "/docs/a.txt", 4)
+    index.upsert(coll, points)
+    moved = [IndexPoint(p.id, unit_vectors(rng, 1)[0], {**p.payload, "path": "/moved.txt"}) for p in points]
+    index.upsert(coll, moved)
+    index.upsert(coll, moved[:1] + moved[:1])  # duplicate ids inside one call too
+    assert index.count(coll) == 4
+    assert index.point_ids(coll) == {p.id for p in points}
+    hits = index.search(coll, moved[2].vector, limit=10)
+    assert len(hits) == 4
+    assert hits[0].id == points[2].id
+    assert {hit.payload["path"] for hit in hits} == {"/moved.txt"}
+
+
+def test_search_orders_by_cosine_similarity(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    vectors = unit_vectors(rng, 40)
+    points = make_points(rng, "doc-a", "/docs/a.txt", 40, vectors=vectors)
+    index.upsert(coll, points)
+    query = vectors[17] + 0.05 * unit_vectors(rng, 1)[0]
+    expected = np.argsort(-(vectors @ (query / np.linalg.norm(query))))
+    for scale in (1.0, 3.7):  # ordering and scores must not depend on the query being normalized
+        hits = index.search(coll, (query * scale).tolist(), limit=5)
+        assert len(hits) == 5
+        assert all(isinstance(hit, SearchHit) for hit in hits)
+        assert hits[0].id == points[17].id
+        assert [hit.id for hit in hits] == [points[i].id for i in expected[:5]]
+        scores = [hit.score for hit in hits]
+        assert scores == sorted(scores, reverse=True)
+        cosine = float(vectors[17] @ query / np.linalg.norm(query))
+        assert hits[0].score == pytest.approx(cosine, abs=1e-4)
+    assert len(index.search(coll, query, limit=1)) == 1
+    assert len(index.search(coll, query, limit=100)) == 40
+    assert index.search(coll, query, limit=0) == []
+
+
+def test_search_exact_match_scores_one(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    points = make_points(rng, "doc-a", "/docs/a.txt", 10)
+    index.upsert(coll, points)
+    hit = index.search(coll, points[3].vector, limit=1)[0]
+    assert hit.id == points[3].id
+    assert hit.score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_search_filters(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    a = make_points(rng, "doc-a", "/docs/a.txt", 6)
+    b = make_points(rng, "doc-b", "/docs/b.txt", 6)
+    c = make_points(rng, "doc-c", "/docs/c.txt", 6)
+    index.upsert(coll, a + b + c)
+    query = a[0].vector  # nearest overall is in doc-a, so the filters must really exclude it
+
+    hits = index.search(coll, query, limit=50, filter=SearchFilter(document_ids=["doc-b"]))
+    assert {hit.id for hit in hits} == {p.id for p in b}
+
+    hits = index.search(coll, query, limit=50, filter=SearchFilter(document_ids=["doc-b", "doc-c"]))
+    assert {hit.id for hit in hits} == {p.id for p in b + c}
+
+    hits = index.search(coll, query, limit=50, filter=SearchFilter(paths=["/docs/c.txt"]))
+    assert {hit.id for hit in hits} == {p.id for p in c}
+
+    hits = index.search(coll, query, limit=50, filter=SearchFilter(paths=["/docs/c"]))  # exact, no prefix
+    assert hits == []
+
+    both = SearchFilter(document_ids=["doc-a", "doc-b"], paths=["/docs/b.txt", "/docs/c.txt"])
+    assert {hit.id for hit in index.search(coll, query, limit=50, filter=both)} == {p.id for p in b}
+
+    assert index.search(coll, query, limit=50, filter=SearchFilter(document_ids=[])) == []
+    assert len(index.search(coll, query, limit=50, filter=SearchFilter())) == 18
+
+    top = index.search(coll, query, limit=2, filter=SearchFilter(document_ids=["doc-a"]))
+    assert top[0].id == a[0].id
+    assert len(top) == 2
+
+
+def test_delete_document_removes_only_that_document(
+    index: VectorIndex, coll: str, rng: np.random.Generator
+) -> None:
+    index.ensure_collection(coll, DIM)
+    a = make_points(rng, "doc-a", "/docs/a.txt", 5)
+    b = make_points(rng, "doc-b", "/docs/b.txt", 4)
+    index.upsert(coll, a + b)
+    index.delete_document(coll, "doc-a")
+    assert index.count(coll) == 4
+    assert index.count(coll, document_id="doc-a") == 0
+    assert index.point_ids(coll) == {p.id for p in b}
+    assert {hit.id for hit in index.search(coll, a[0].vector, limit=20)} == {p.id for p in b}
+    index.delete_document(coll, "doc-a")  # nothing left: no error
+    index.delete_document(coll, "doc-never-indexed")
+    assert index.count(coll) == 4
+
+
+def test_delete_points(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    points = make_points(rng, "doc-a", "/docs/a.txt", 6)
+    index.upsert(coll, points)
+    unknown = str(uuid.UUID(bytes=rng.bytes(16), version=4))
+    index.delete_points(coll, [points[1].id, points[4].id, unknown])
+    assert index.point_ids(coll) == {p.id for i, p in enumerate(points) if i not in (1, 4)}
+    assert index.count(coll) == 4
+    index.delete_points(coll, [])
+    assert index.count(coll) == 4
+
+
+def test_drop_collection(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    index.upsert(coll, make_points(rng, "doc-a", "/docs/a.txt", 3))
+    index.drop_collection(coll)
+    assert not index.has_collection(coll)
+    assert coll not in index.list_collections()
+    index.drop_collection(coll)  # missing: no error
+    with pytest.raises(VectorIndexError, match="does not exist"):
+        index.count(coll)
+    with pytest.raises(VectorIndexError):
+        index.search(coll, unit_vectors(rng, 1)[0])
+    index.ensure_collection(coll, DIM * 2)  # recreated with another dimension
+    assert index.count(coll) == 0
+
+
+def test_missing_collection_errors(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    point = make_points(rng, "doc-a", "/docs/a.txt", 1)
+    for call in (
+        lambda: index.upsert(coll, point),
+        lambda: index.delete_points(coll, [point[0].id]),
+        lambda: index.delete_document(coll, "doc-a"),
+        lambda: index.search(coll, point[0].vector),
+        lambda: index.count(coll),
+        lambda: index.point_ids(coll),
+    ):
+        with pytest.raises(VectorIndexError, match="does not exist"):
+            call()
+
+
+def test_payload_round_trip(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    with_pages = make_points(rng, "doc-pdf", "/docs/ü ber.pdf", 3, pages=True)
+    without_pages = make_points(rng, "doc-txt", "/docs/plain.txt", 3, pages=False)
+    index.upsert(coll, with_pages + without_pages)
+    for point in with_pages + without_pages:
+        hit = index.search(coll, point.vector, limit=1)[0]
+        assert hit.id == point.id
+        assert hit.payload == point.payload
+        assert type(hit.payload["ordinal"]) is int
+        assert type(hit.payload["char_start"]) is int
+    assert index.search(coll, without_pages[0].vector, limit=1)[0].payload["page"] is None
+
+
+def test_vector_dimension_mismatch_on_upsert_and_search(
+    index: VectorIndex, coll: str, rng: np.random.Generator
+) -> None:
+    index.ensure_collection(coll, DIM)
+    bad = IndexPoint(str(uuid.uuid4()), [0.5] * (DIM + 1), {"document_id": "d", "path": "p"})
+    with pytest.raises(VectorIndexError, match="dimension"):
+        index.upsert(coll, [bad])
+    with pytest.raises(VectorIndexError, match="dimension"):
+        index.search(coll, [0.5] * (DIM - 1))
+    assert index.count(coll) == 0
+
+
+def test_ids_must_be_uuids(index: VectorIndex, coll: str) -> None:
+    index.ensure_collection(coll, DIM)
+    with pytest.raises(ValueError, match="UUID"):
+        index.upsert(coll, [IndexPoint("chunk-1", [1.0] * DIM, {"document_id": "d", "path": "p"})])
+    upper = str(uuid.uuid4()).upper()
+    index.upsert(coll, [IndexPoint(upper, [1.0] * DIM, {"document_id": "d", "path": "p"})])
+    assert index.point_ids(coll) == {upper.lower()}  # returned in canonical (lowercase) form
+
+
+def test_many_points_batched_and_scrolled(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    n = MAX_BATCH_POINTS * 2 + 37
+    points = make_points(rng, "doc-big", "/docs/big.txt", n)
+    index.upsert(coll, points)
+    assert index.count(coll) == n
+    assert index.point_ids(coll) == {p.id for p in points}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_collection_name_format() -> None:
+    assert (
+        collection_name("sentence-transformers/all-MiniLM-L6-v2", 384) == "chunks__all-minilm-l6-v2__384d__v1"
+    )
+    assert collection_name("all-MiniLM-L6-v2", 384, version=2) == "chunks__all-minilm-l6-v2__384d__v2"
+    assert collection_name("/models/My_Model.v1.5/", 768) == "chunks__my-model-v1-5__768d__v1"
+    assert collection_name("C:\\models\\e5 base", 1024) == "chunks__e5-base__1024d__v1"
+    for name in ("intfloat/e5-base-v2", "BAAI/bge-small-en-v1.5", "x" * 300):
+        result = collection_name(name, 384)
+        slug = result.split("__")[1]
+        assert slug and set(slug) <= set("abcdefghijklmnopqrstuvwxyz0123456789-")
+        assert result.startswith("chunks__") and result.endswith("__384d__v1")
+    with pytest.raises(ValueError):
+        collection_name("///", 384)
+    with pytest.raises(ValueError):
+        collection_name("model", 0)
+
+
+def test_upsert_batches_stay_under_request_limit() -> None:
+    sizes = [MAX_REQUEST_BYTES // 3] * 10 + [10] * (MAX_BATCH_POINTS + 5)
+    batches = list(_batches(list(range(len(sizes))), sizes))
+    assert [i for batch in batches for i in batch] == list(range(len(sizes)))
+    for batch in batches:
+        assert len(batch) <= MAX_BATCH_POINTS
+        assert sum(sizes[i] for i in batch) <= MAX_REQUEST_BYTES
+    assert MAX_REQUEST_BYTES < 5 * 1024 * 1024
+
+
+def test_open_vector_index_url_wins(tmp_path: Path) -> None:
+    index = open_vector_index(path=tmp_path / "store", url=":memory:")
+    try:
+        assert isinstance(index, ServerVectorIndex)
+        assert not (tmp_path / "store").exists()
+    finally:
+        index.close()
+    index = open_vector_index(path=tmp_path / "store")
+    try:
+        assert isinstance(index, EdgeVectorIndex)
+        assert isinstance(index, VectorIndex)
+    finally:
+        index.close()
+    with pytest.raises(ValueError):
+        open_vector_index()
+
+
+def test_server_repr_hides_credentials() -> None:
+    index = ServerVectorIndex("https://user:secret@qdrant.example:6333/?api-key=secret", api_key="secret")
+    assert "secret" not in repr(index)
+    index.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Edge only: persistence and the one-process lock
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_edge_persists_across_close_and_reopen(tmp_path: Path, rng: np.random.Generator) -> None:
+    store = tmp_path / "store"
+    points = make_points(rng, "doc-a", "/docs/a.txt", 7) + make_points(rng, "doc-b", "/b", 2, pages=False)
+    with EdgeVectorIndex(store) as index:
+        index.ensure_collection("chunks__m__8d__v1", DIM)
+        index.ensure_collection("other", 4)
+        index.upsert("chunks__m__8d__v1", points)
+        index.delete_points("chunks__m__8d__v1", [points[0].id])
+    with EdgeVectorIndex(store) as index:
+        assert index.list_collections() == ["chunks__m__8d__v1", "other"]
+        assert index.count("chunks__m__8d__v1") == 8
+        assert index.point_ids("chunks__m__8d__v1") == {p.id for p in points[1:]}
+        hit = index.search("chunks__m__8d__v1", points[8].vector, limit=1)[0]
+        assert hit.id == points[8].id
+        assert hit.payload == points[8].payload
+        with pytest.raises(VectorIndexError, match="dimension"):
+            index.ensure_collection("other", DIM)
+        index.ensure_collection("chunks__m__8d__v1", DIM)
+        assert index.count("chunks__m__8d__v1", document_id="doc-b") == 2
+
+
+def _open_in_subprocess(store: Path) -> subprocess.CompletedProcess[str]:
+    """Try to open ``store`` from another Python process; exit 3 on VectorIndexError."""
+    code = (
+        "import sys\n"
+        "from retriever.index import EdgeVectorIndex, VectorIndexError\n"
+        "try:\n"
+        "    index = EdgeVectorIndex(sys.argv[1])\n"
+        "except VectorIndexError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+        "print(index.count('c'))\n"
+        "index.close()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, str(store)],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
+        cwd=REPO_ROOT,
+        env=env,
+    )
+
+
+def test_edge_second_process_is_refused_quickly(tmp_path: Path, rng: np.random.Generator) -> None:
+    store = tmp_path / "store"
+    index = EdgeVectorIndex(store)
+    index.ensure_collection("c", DIM)
+    index.upsert("c", make_points(rng, "doc-a", "/a", 3))
+    try:
+        started = time.monotonic()
+        result = _open_in_subprocess(store)  # TimeoutExpired here would mean it hung
+        assert result.returncode == 3, result.stderr
+        assert f"the vector store at {store} is in use by another spanqa process" in result.stdout
+        assert f"pid {os.getpid()}" in result.stdout
+        assert len(result.stdout.strip().splitlines()) == 1
+        assert time.monotonic() - started < SUBPROCESS_TIMEOUT_S
+    finally:
+        index.close()
+    result = _open_in_subprocess(store)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "3"
+
+
+def test_edge_second_open_in_same_process_is_refused(tmp_path: Path) -> None:
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        with pytest.raises(VectorIndexError, match="in use by another spanqa process"):
+            EdgeVectorIndex(tmp_path)
+    with EdgeVectorIndex(tmp_path) as again:
+        assert again.has_collection("c")
+
+
+def test_edge_closed_index_refuses_calls(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path)
+    index.ensure_collection("c", DIM)
+    index.close()
+    index.close()  # twice is fine
+    with pytest.raises(VectorIndexError, match="closed"):
+        index.count("c")
+
+
+def test_edge_rejects_unsafe_collection_names(tmp_path: Path) -> None:
+    with EdgeVectorIndex(tmp_path) as index:
+        for bad in ("../escape", ".hidden", "a/b", ""):
+            with pytest.raises(ValueError):
+                index.ensure_collection(bad, DIM)
+
+
+def test_edge_optimize_keeps_results(tmp_path: Path, rng: np.random.Generator) -> None:
+    points = make_points(rng, "doc-a", "/a", 50)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", points)
+        index.delete_points("c", [points[0].id])
+        index.optimize("c")
+        assert index.count("c") == 49
+        assert index.search("c", points[7].vector, limit=1)[0].id == points[7].id

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spanqa.settings import Settings, SettingsError, setting_names
+
+
+def test_defaults() -> None:
+    s = Settings.load(environ={}, config_file=None)
+    assert s.data_dir == Path(".spanqa")
+    assert s.retriever_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert s.catalog_url.startswith("sqlite:///") and s.catalog_url.endswith("catalog.sqlite3")
+    assert s.qdrant_path == Path(".spanqa/qdrant")
+
+
+def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
+    config = tmp_path / "spanqa.toml"
+    config.write_text('chunk_tokens = 120\npassages = 7\nreader_model = "from-file"\n')
+    env = {"SPANQA_PASSAGES": "9", "SPANQA_NO_ANSWER_THRESHOLD": "1.5", "OTHER": "x"}
+    s = Settings.load(config_file=config, environ=env, reader_model="override")
+    assert s.chunk_tokens == 120 and s.passages == 9 and s.no_answer_threshold == 1.5
+    assert s.reader_model == "override"
+
+
+def test_config_file_from_env_and_spanqa_table(tmp_path: Path) -> None:
+    config = tmp_path / "custom.toml"
+    config.write_text('[spanqa]\nanswers = 4\nqdrant_url = "http://q:6333"\n')
+    s = Settings.load(environ={"SPANQA_CONFIG": str(config)})
+    assert s.answers == 4 and s.qdrant_url == "http://q:6333"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SPANQA_CHUNK_TOKENS": "many"}, "chunk_tokens"),
+        ({"SPANQA_RETRIEVER_WEIGHT": "x"}, "retriever_weight"),
+    ],
+)
+def test_bad_values_are_clear_errors(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        Settings.load(environ=env)
+
+
+def test_unknown_keys_in_the_file_are_errors(tmp_path: Path) -> None:
+    config = tmp_path / "spanqa.toml"
+    config.write_text("chunk_tokenz = 3\n")
+    with pytest.raises(SettingsError, match="chunk_tokenz"):
+        Settings.load(config_file=config, environ={})
+    config.write_text("not toml [")
+    with pytest.raises(SettingsError, match="cannot read"):
+        Settings.load(config_file=config, environ={})
+
+
+def test_secrets_are_masked_and_optional_values_parse() -> None:
+    s = Settings.load(environ={"SPANQA_QDRANT_API_KEY": "s3cret", "SPANQA_DATABASE_URL": ""})
+    assert s.public_dict()["qdrant_api_key"] == "***"
+    assert "s3cret" not in repr(s.public_dict())
+    assert s.database_url is None
+    assert "qdrant_api_key" in setting_names()
