@@ -8,6 +8,7 @@ imported only when used.
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import io
