@@ -69,7 +69,7 @@ def friendly_errors(func: F) -> F:
         debug = bool(ctx.find_root().obj and ctx.find_root().obj.get("debug"))
         try:
             return func(*args, **kwargs)
-        except click.ClickException:
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

@@ -75,7 +75,9 @@ def test_overlong_sentences_are_cut_on_token_boundaries(tokenizer: Any) -> None:
 def test_pages_are_where_chunks_start(tokenizer: Any) -> None:
     page1 = "First page text. " * 20
     text = page1 + "\n\n" + "Second page text. " * 20
-    spans = chunk_text(text, tokenizer, chunk_tokens=20, overlap_tokens=0, page_starts=[(1, 0), (2, len(page1) + 2)])
+    spans = chunk_text(
+        text, tokenizer, chunk_tokens=20, overlap_tokens=0, page_starts=[(1, 0), (2, len(page1) + 2)]
+    )
     assert spans[0].page == 1 and spans[-1].page == 2
     assert all((s.page == 1) == (s.char_start < len(page1) + 2) for s in spans)
 

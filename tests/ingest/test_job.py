@@ -18,7 +18,8 @@ from spanqa.types import DocumentStatus
 TEXTS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. " * 8
     + "\n\nThe game was played at Levi's Stadium in Santa Clara. " * 6,
-    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River. " * 6,
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River. "
+    * 6,
     "sub/photo.html": "<html><body><h1>Photosynthesis</h1><p>"
     + "Photosynthesis converts light energy into chemical energy. " * 8
     + "</p></body></html>",
@@ -131,7 +132,9 @@ def test_ingest_a_folder_then_nothing_to_do(env: Env) -> None:
 def test_changed_file_replaces_its_points(env: Env) -> None:
     write_tree(env.docs, TEXTS)
     env.job.run([env.docs])
-    before = {c.id for c in env.catalog.chunks_of(env.catalog.get_document_by_path(str(env.docs / "warsaw.md")).id)}  # type: ignore[union-attr]
+    before = {
+        c.id for c in env.catalog.chunks_of(env.catalog.get_document_by_path(str(env.docs / "warsaw.md")).id)
+    }  # type: ignore[union-attr]
     (env.docs / "warsaw.md").write_text("# Kraków\n\nKraków was the capital of Poland until 1596. " * 3)
     report = env.job.run([env.docs])
     assert report.summary() == {"new": 0, "changed": 1, "unchanged": 2, "failed": 0, "pruned": 0}
@@ -166,7 +169,9 @@ def test_bad_inputs_are_recorded_and_the_run_goes_on(env: Env) -> None:
             "blank.txt": "   \n\n  ",
             "binary.txt": bytes(range(256)) * 40,
             "corrupt.pdf": b"%PDF-1.4\n" + os.urandom(2000),
-            "latin1.txt": "Caf\xe9 na\xefve: the caf\xe9 in Z\xfcrich serves cr\xe8me br\xfbl\xe9e every day.".encode("latin-1"),
+            "latin1.txt": "Caf\xe9 na\xefve: the caf\xe9 in Z\xfcrich serves cr\xe8me br\xfbl\xe9e every day.".encode(
+                "latin-1"
+            ),
         },
     )
     big = env.docs / "big.txt"
@@ -186,7 +191,13 @@ def test_bad_inputs_are_recorded_and_the_run_goes_on(env: Env) -> None:
     latin = env.catalog.get_document_by_path(str(env.docs / "latin1.txt"), with_text=True)
     assert latin is not None and "Zürich" in latin.text and "crème brûlée" in latin.text
     failed = env.catalog.list_documents(status=DocumentStatus.FAILED)
-    assert {Path(d.path).name for d in failed} == {"empty.txt", "blank.txt", "binary.txt", "corrupt.pdf", "big.txt"}
+    assert {Path(d.path).name for d in failed} == {
+        "empty.txt",
+        "blank.txt",
+        "binary.txt",
+        "corrupt.pdf",
+        "big.txt",
+    }
     env.assert_consistent()
 
 
@@ -209,7 +220,11 @@ def test_a_broken_update_keeps_the_indexed_version(env: Env) -> None:
     report = env.job.run([env.docs])
     assert report.outcomes[0].status == FAILED and report.exit_code == 1
     kept = env.catalog.get_document(doc.id)
-    assert kept is not None and kept.status == DocumentStatus.INDEXED and "last update failed" in (kept.error or "")
+    assert (
+        kept is not None
+        and kept.status == DocumentStatus.INDEXED
+        and "last update failed" in (kept.error or "")
+    )
     assert env.catalog.counts()["chunks"] == chunks
     env.assert_consistent()
     # Fixed again: indexed anew, error cleared.
@@ -230,8 +245,13 @@ def test_missing_path_and_empty_folder(env: Env, tmp_path: Path) -> None:
 def test_hidden_files_and_globs(env: Env) -> None:
     write_tree(
         env.docs,
-        {".secret.txt": "x " * 50, ".git/config.txt": "y " * 50, "a.txt": "alpha " * 30, "b.md": "beta " * 30,
-         "c.py": "print('not a document')"},
+        {
+            ".secret.txt": "x " * 50,
+            ".git/config.txt": "y " * 50,
+            "a.txt": "alpha " * 30,
+            "b.md": "beta " * 30,
+            "c.py": "print('not a document')",
+        },
     )
     names = {Path(f.path).name for f in env.job.discover([env.docs])}
     assert names == {"a.txt", "b.md"}
@@ -248,7 +268,9 @@ def test_orphan_points_are_removed_at_the_next_run(env: Env) -> None:
     write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
     env.job.run([env.docs])
     vector = np.ones(env.encoder.dimension, dtype=np.float32) / np.sqrt(env.encoder.dimension)
-    orphan = IndexPoint(id="00000000-0000-4000-8000-000000000001", vector=vector, payload={"document_id": "x", "path": "x"})
+    orphan = IndexPoint(
+        id="00000000-0000-4000-8000-000000000001", vector=vector, payload={"document_id": "x", "path": "x"}
+    )
     env.index.upsert(env.collection, [orphan])
     report = env.job.run([env.docs])
     assert report.orphans_removed == 1

@@ -53,7 +53,9 @@ def test_spans_longer_than_max_answer_tokens_are_dropped() -> None:
 
 def test_spans_stay_inside_the_passage_tokens() -> None:
     # The question tokens (1-3) and CLS (0) get the highest logits; they must not be picked.
-    w = make_window(12, starts={0: 20.0, 1: 20.0, 5: 2.0}, ends={0: 20.0, 3: 20.0, 6: 2.0}, context=range(5, 12))
+    w = make_window(
+        12, starts={0: 20.0, 1: 20.0, 5: 2.0}, ends={0: 20.0, 3: 20.0, 6: 2.0}, context=range(5, 12)
+    )
     spans = window_spans(w, top_n=100)
     assert all(s.start_token >= 5 and s.end_token >= 5 for s in spans)
     assert (spans[0].start_token, spans[0].end_token) == (5, 6)
@@ -69,7 +71,9 @@ def test_null_score_and_margin() -> None:
 def test_scores_rank_across_windows_by_raw_logits_not_per_window_softmax() -> None:
     # Window A is peaked (its softmax would be ~1.0) but has low raw logits; window B is flat and high.
     a = make_window(8, starts={4: 2.0}, ends={4: 2.0}, context=range(3, 8), passage_index=0, base=-30.0)
-    b = make_window(8, starts={4: 6.0, 5: 5.9}, ends={4: 6.0, 5: 5.9}, context=range(3, 8), passage_index=1, base=5.0)
+    b = make_window(
+        8, starts={4: 6.0, 5: 5.9}, ends={4: 6.0, 5: 5.9}, context=range(3, 8), passage_index=1, base=5.0
+    )
     spans = decode([a, b], ["x " * 8, "y " * 8], top_k=3)
     assert spans[0].passage_index == 1
     assert spans[0].score == pytest.approx(12.0)
@@ -84,7 +88,11 @@ def test_overlapping_duplicates_keep_the_best() -> None:
         SpanCandidate(1, 0, 10, 3.0, 0.0, 0, 2),
     ]
     kept = drop_overlapping(cands)
-    assert [(k.passage_index, k.char_start, k.score) for k in kept] == [(0, 5, 7.0), (1, 0, 3.0), (0, 20, 1.0)]
+    assert [(k.passage_index, k.char_start, k.score) for k in kept] == [
+        (0, 5, 7.0),
+        (1, 0, 3.0),
+        (0, 20, 1.0),
+    ]
 
 
 def test_same_span_from_two_windows_is_returned_once() -> None:

@@ -19,7 +19,9 @@ PASSAGES = st.lists(WORDS, min_size=1, max_size=120).map(" ".join)
 def tiny_reader(request: pytest.FixtureRequest) -> ExtractiveReader:
     directory = request.getfixturevalue(f"tiny_qa_{request.param}_dir")
     # Small windows so that passages of a few dozen words span several windows.
-    reader = ExtractiveReader(model=str(directory), max_seq_len=48, doc_stride=16, max_question_tokens=12, top_k=20)
+    reader = ExtractiveReader(
+        model=str(directory), max_seq_len=48, doc_stride=16, max_question_tokens=12, top_k=20
+    )
     reader.warm_up()
     return reader
 
@@ -82,7 +84,9 @@ def test_shipped_name_resolves_to_the_models_folder() -> None:
     from reader.model import SHIPPED_MODELS_DIR
 
     if (SHIPPED_MODELS_DIR / "spanqa-reader-minilm").is_dir():
-        assert resolve_reader_model("spanqa-reader-minilm") == str(SHIPPED_MODELS_DIR / "spanqa-reader-minilm")
+        assert resolve_reader_model("spanqa-reader-minilm") == str(
+            SHIPPED_MODELS_DIR / "spanqa-reader-minilm"
+        )
     else:
         with pytest.raises(ReaderLoadError):
             resolve_reader_model("spanqa-reader-minilm")

@@ -54,9 +54,17 @@ def test_v2_metrics_split_has_and_no_answer(tmp_path: Path) -> None:
                     {
                         "context": "Denver won the game in Santa Clara.",
                         "qas": [
-                            {"id": "q1", "question": "Who won?", "answers": [{"text": "Denver", "answer_start": 0}]},
+                            {
+                                "id": "q1",
+                                "question": "Who won?",
+                                "answers": [{"text": "Denver", "answer_start": 0}],
+                            },
                             {"id": "q2", "question": "Who lost?", "answers": [], "is_impossible": True},
-                            {"id": "q3", "question": "Where?", "answers": [{"text": "Santa Clara", "answer_start": 23}]},
+                            {
+                                "id": "q3",
+                                "question": "Where?",
+                                "answers": [{"text": "Santa Clara", "answer_start": 23}],
+                            },
                         ],
                     }
                 ],
@@ -74,7 +82,10 @@ def test_v2_metrics_split_has_and_no_answer(tmp_path: Path) -> None:
     assert metrics["exact_match"] == pytest.approx(200 / 3)
     assert metrics["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 3)
     # Answering an unanswerable question scores 0 for it.
-    assert evaluate_predictions(examples, {"q1": "Denver", "q2": "Denver", "q3": "Santa Clara"})["NoAns_exact"] == 0
+    assert (
+        evaluate_predictions(examples, {"q1": "Denver", "q2": "Denver", "q3": "Santa Clara"})["NoAns_exact"]
+        == 0
+    )
 
 
 def test_not_squad_json_is_a_clear_error(tmp_path: Path) -> None:

@@ -26,7 +26,10 @@ def _mean_loss(model_dir: Path, config: TrainConfig) -> float:
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForQuestionAnswering.from_pretrained(model_dir).eval()
     features = featurize(
-        tokenizer, load_squad(config.train_file), max_seq_len=config.max_seq_len, stride=config.stride,
+        tokenizer,
+        load_squad(config.train_file),
+        max_seq_len=config.max_seq_len,
+        stride=config.stride,
         max_question_tokens=config.max_question_tokens,
     )
     with torch.no_grad():
@@ -53,7 +56,9 @@ def config(tmp_path: Path, tiny_qa_bert_dir: Path) -> TrainConfig:
     )
 
 
-def test_training_lowers_the_loss_and_saves_a_loadable_checkpoint(config: TrainConfig, tiny_qa_bert_dir: Path) -> None:
+def test_training_lowers_the_loss_and_saves_a_loadable_checkpoint(
+    config: TrainConfig, tiny_qa_bert_dir: Path
+) -> None:
     before = _mean_loss(tiny_qa_bert_dir, config)
     result = train(config)
     assert result.finished and result.global_step == 30

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from spanqa.cli import main
+from spanqa.settings import Settings
+
+DOCS = {
+    "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. "
+    "The game was played at Levi's Stadium in Santa Clara.\n\n" * 4,
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River.\n"
+    * 4,
+}
+
+
+@pytest.fixture
+def cli(settings: Settings, tmp_path: Path) -> tuple[CliRunner, dict[str, str], Path]:
+    env = {
+        "SPANQA_DATA_DIR": str(settings.data_dir),
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
+        "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
+        "SPANQA_CONFIG": "",
+    }
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text)
+    return CliRunner(), env, docs
+
+
+def invoke(cli: tuple[CliRunner, dict[str, str], Path], *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    runner, env, _ = cli
+    return runner.invoke(main, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def test_ingest_search_status_docs(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    docs = cli[2]
+    result = invoke(cli, "ingest", str(docs), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["summary"]["new"] == 2 and report["chunks_embedded"] > 0
+
+    result = invoke(cli, "ingest", str(docs))
+    assert result.exit_code == 0 and "2 unchanged" in result.output
+
+    result = invoke(cli, "search", "Who won the game?", "-k", "3", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert 1 <= len(data["passages"]) <= 3
+    scores = [p["score"] for p in data["passages"]]
+    assert scores == sorted(scores, reverse=True)
+    for p in data["passages"]:
+        assert Path(p["path"]).name in DOCS and p["char_end"] > p["char_start"]
+    result = invoke(cli, "search", "Poland", "--path", "*.md", "--json")
+    assert {Path(p["path"]).name for p in json.loads(result.output)["passages"]} == {"warsaw.md"}
+
+    status = json.loads(invoke(cli, "status", "--json").output)
+    assert status["documents"]["indexed"] == 2 and status["chunks"] == report["chunks_embedded"]
+    assert status["index"]["dimension"] == 32
+
+    listed = json.loads(invoke(cli, "docs", "list", "--json").output)
+    assert {Path(d["path"]).name for d in listed} == set(DOCS)
+    shown = json.loads(invoke(cli, "docs", "show", listed[0]["id"][:8], "--json", "--text").output)
+    for chunk in shown["chunks"]:
+        assert shown["text"][chunk["char_start"] : chunk["char_end"]]
+    result = invoke(cli, "docs", "remove", str(docs / "warsaw.md"))
+    assert result.exit_code == 0 and "removed" in result.output
+    status = json.loads(invoke(cli, "status", "--json").output)
+    assert status["documents"] == {"indexed": 1, "failed": 0, "deleted": 1}
+
+
+def test_ask_prints_answers_with_exact_offsets(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    invoke(cli, "ingest", str(cli[2]))
+    result = invoke(cli, "ask", "Who won the game?", "--json", "-k", "2", "--passages", "3")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data["timings_ms"]) >= {"encode", "search", "read"}
+    assert len(data["passages"]) <= 3
+    for answer in data["answers"]:
+        source = (cli[2] / Path(answer["path"]).name).read_text()
+        assert answer["text"] and answer["text"] in source
+        assert 0 <= answer["score"] <= 1
+    text = invoke(cli, "ask", "Who won the game?")
+    assert text.exit_code == 0
+    assert ("no answer found" in text.output) or ("chars" in text.output)
+
+
+def test_ask_reads_questions_from_stdin(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    invoke(cli, "ingest", str(cli[2]))
+    result = invoke(cli, "ask", "-", "--json", input="Who won?\n\nWhere is Warsaw?\n")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    assert [line["question"] for line in lines] == ["Who won?", "Where is Warsaw?"]
+
+
+def test_user_mistakes_are_one_line_errors(
+    cli: tuple[CliRunner, dict[str, str], Path], tmp_path: Path
+) -> None:
+    result = invoke(cli, "search", "anything")
+    assert result.exit_code == 2 and result.output.strip().startswith("error: nothing is indexed")
+    result = invoke(cli, "ingest", str(tmp_path / "missing"))
+    assert (
+        result.exit_code == 2
+        and result.output.strip() == f"error: no such file or folder: {tmp_path / 'missing'}"
+    )
+    result = invoke(cli, "docs", "show", "nope")
+    assert result.exit_code == 2 and "no document matches" in result.output
+    for output in (result.output,):
+        assert "Traceback" not in output and len(output.strip().splitlines()) == 1
+
+
+def test_failed_files_give_exit_code_1(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    (cli[2] / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    result = invoke(cli, "ingest", str(cli[2]))
+    assert result.exit_code == 1
+    assert "1 failed" in result.output and "broken.pdf" in result.output
+    status = json.loads(invoke(cli, "status", "--json").output)
+    assert [Path(f["path"]).name for f in status["failed_files"]] == ["broken.pdf"]
+
+
+def test_missing_reader_is_a_one_line_error(
+    cli: tuple[CliRunner, dict[str, str], Path], tmp_path: Path
+) -> None:
+    invoke(cli, "ingest", str(cli[2]))
+    runner, env, _ = cli
+    env = dict(env, SPANQA_READER_MODEL=str(tmp_path / "no-reader"))
+    result = runner.invoke(main, ["ask", "Who won?"], env=env)
+    assert result.exit_code == 2
+    assert result.output.startswith("error: cannot load reader") and "SPANQA_READER_MODEL" in result.output
+
+
+def test_bad_setting_is_a_one_line_error(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    runner, env, _ = cli
+    result = runner.invoke(main, ["status"], env=dict(env, SPANQA_PASSAGES="lots"))
+    assert result.exit_code == 2 and result.output.startswith("error: setting passages")

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spanqa import pipeline
+from spanqa.runtime import Runtime
+from spanqa.settings import Settings
+
+
+@pytest.fixture
+def indexed(settings: Settings, tmp_path: Path) -> Settings:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(
+        "Super Bowl 50 was played in Santa Clara. The Denver Broncos won the game.\n\n" * 6
+        + "Zürich café naïve 東京 🙂 unicode words here. " * 10
+    )
+    (docs / "b.md").write_text("# Poland\n\nWarsaw is the capital of Poland. It lies on the Vistula.\n" * 8)
+    with Runtime(settings) as runtime:
+        report = runtime.ingest_job().run([docs])
+        assert report.exit_code == 0
+    return settings
+
+
+def test_answers_are_exact_spans_of_their_documents(indexed: Settings) -> None:
+    settings = indexed.replace(no_answer_threshold=-1e9)  # never abstain: check every span the reader gives
+    with Runtime(settings) as runtime:
+        for question in ["Who won Super Bowl 50?", "What is the capital of Poland?", "café?"]:
+            result = pipeline.ask(runtime, question, passages=5, answers=5)
+            assert result.answers
+            assert set(result.timings) == {"encode", "search", "read", "total"}
+            scores = [a.score for a in result.answers]
+            assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
+            assert sum(scores) <= 1 + 1e-9
+            seen: list[tuple[str, int, int]] = []
+            for answer in result.answers:
+                document = runtime.catalog.get_document(answer.document_id)
+                assert document is not None
+                assert document.text[answer.char_start : answer.char_end] == answer.text
+                assert (
+                    answer.passage.char_start
+                    <= answer.char_start
+                    < answer.char_end
+                    <= answer.passage.char_end
+                )
+                assert answer.text in answer.context
+                assert (
+                    document.text[answer.context_start : answer.context_start + len(answer.context)]
+                    == answer.context
+                )
+                for doc_id, start, end in seen:  # no overlapping duplicates in one document
+                    assert (
+                        doc_id != answer.document_id or end <= answer.char_start or answer.char_end <= start
+                    )
+                seen.append((answer.document_id, answer.char_start, answer.char_end))
+
+
+def test_abstains_when_no_span_beats_no_answer(indexed: Settings) -> None:
+    with Runtime(indexed.replace(no_answer_threshold=1e9)) as runtime:
+        result = pipeline.ask(runtime, "Who won Super Bowl 50?")
+        assert result.abstained and result.answers == [] and result.passages
+
+
+def test_retriever_weight_moves_scores_toward_the_retriever() -> None:
+    assert pipeline.combine_scores(10.0, 0.5, 0.0) == 10.0
+    assert pipeline.combine_scores(10.0, 0.5, 1.0) == pipeline.RETRIEVER_LOGIT_SCALE * 0.5
+    assert pipeline.combine_scores(10.0, 0.9, 0.5) > pipeline.combine_scores(10.0, 0.1, 0.5)
+
+
+def test_answer_context_is_the_sentence_around_the_answer() -> None:
+    text = "First sentence. The Denver Broncos won. Last one."
+    start = text.index("Denver")
+    context, offset = pipeline.answer_context(text, start, start + len("Denver Broncos"))
+    assert context == "The Denver Broncos won." and text[offset : offset + len(context)] == context
