@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def _units(
                 continue
             # Pieces meet at token starts, so characters the tokenizer drops (control chars) stay covered.
             cuts = [s] + [s + offsets[t][0] for t in range(piece_tokens, n, piece_tokens)] + [e]
-            for index, (p_start, p_end) in enumerate(zip(cuts, cuts[1:], strict=False)):
+            for index, (p_start, p_end) in enumerate(itertools.pairwise(cuts)):
                 before = len(units)
                 _append_stripped(text, p_start, p_end, units)
                 if len(units) > before:

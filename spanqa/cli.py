@@ -572,10 +572,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
         failed = [d for d in catalog.list_documents() if d.error]
     finally:
         catalog.close()
-    data = {
-        "documents": {k: v for k, v in counts.items() if k != "chunks"},
+    documents = {k: v for k, v in counts.items() if k != "chunks"}
+    failed_files = [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed]
+    data: dict[str, Any] = {
+        "documents": documents,
         "chunks": counts["chunks"],
-        "failed_files": [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed],
+        "failed_files": failed_files,
         "index": None
         if active is None
         else {
@@ -594,9 +596,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         print_json(data)
         return
     console = _console()
-    docs = data["documents"]
     console.print(
-        f"documents     {docs['indexed']} indexed, {docs['failed']} failed, {docs['deleted']} deleted"
+        f"documents     {documents['indexed']} indexed, {documents['failed']} failed, "
+        f"{documents['deleted']} deleted"
     )
     console.print(f"chunks        {data['chunks']}")
     if active is None:
@@ -609,7 +611,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     console.print(f"reader        {settings.reader_model}")
     console.print(f"catalog       {data['catalog']}")
     console.print(f"vector store  {data['vector_store']}")
-    for item in data["failed_files"]:
+    for item in failed_files:
         console.print(f"  [red]{item['status']}[/red] {item['path']}: {item['error']}", markup=True)
 
 

@@ -76,7 +76,7 @@ def search(
     result = retriever.run(query, top_k=top_k, document_ids=ids)
     started = time.perf_counter()
     chunks = runtime.catalog.get_chunks(hit.id for hit in result.hits)
-    passages = []
+    passages: list[Passage] = []
     for hit in result.hits:
         chunk = chunks.get(hit.id)
         if chunk is None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def test_chunks_respect_the_token_budget_and_sentence_boundaries(tokenizer: Any)
         assert n_tokens(tokenizer, piece) <= 90
         assert piece.startswith("Sentence") and piece.endswith(".")
     # Consecutive chunks overlap by whole sentences.
-    assert any(b.char_start < a.char_end for a, b in zip(spans, spans[1:], strict=False))
+    assert any(b.char_start < a.char_end for a, b in itertools.pairwise(spans))
 
 
 def test_overlong_sentences_are_cut_on_token_boundaries(tokenizer: Any) -> None:

@@ -18,8 +18,7 @@ from spanqa.types import DocumentStatus
 TEXTS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. " * 8
     + "\n\nThe game was played at Levi's Stadium in Santa Clara. " * 6,
-    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River. "
-    * 6,
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It lies on the Vistula. " * 6,
     "sub/photo.html": "<html><body><h1>Photosynthesis</h1><p>"
     + "Photosynthesis converts light energy into chemical energy. " * 8
     + "</p></body></html>",
@@ -169,7 +168,7 @@ def test_bad_inputs_are_recorded_and_the_run_goes_on(env: Env) -> None:
             "blank.txt": "   \n\n  ",
             "binary.txt": bytes(range(256)) * 40,
             "corrupt.pdf": b"%PDF-1.4\n" + os.urandom(2000),
-            "latin1.txt": "Caf\xe9 na\xefve: the caf\xe9 in Z\xfcrich serves cr\xe8me br\xfbl\xe9e every day.".encode(
+            "latin1.txt": "Caf\xe9 na\xefve: the caf\xe9 in Z\xfcrich serves cr\xe8me br\xfbl\xe9e.".encode(
                 "latin-1"
             ),
         },

@@ -12,7 +12,7 @@ from spanqa.settings import Settings
 DOCS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. "
     "The game was played at Levi's Stadium in Santa Clara.\n\n" * 4,
-    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It stands on the Vistula River.\n"
+    "warsaw.md": "# Warsaw\n\nWarsaw is the capital and largest city of Poland. It lies on the Vistula.\n"
     * 4,
 }
 
