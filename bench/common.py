@@ -1,0 +1,95 @@
+"""Helpers shared by the benchmarks: corpus building, percentiles, machine description."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import statistics
+from pathlib import Path
+from typing import Any
+
+SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SQUAD_TRAIN = SHARED_DATASETS / "squad-v1.1-train.json"
+SQUAD_DEV = SHARED_DATASETS / "squad-v1.1-dev-public.json"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarize_ms(seconds: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in seconds]
+    return {
+        "p50_ms": round(percentile(ms, 50), 2),
+        "p95_ms": round(percentile(ms, 95), 2),
+        "mean_ms": round(statistics.fmean(ms), 2) if ms else float("nan"),
+        "n": len(ms),
+    }
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
+
+
+def squad_articles(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return json.load(fh)["data"]
+
+
+def write_corpus(directory: Path, *, min_chars: int, seed: int = 13) -> tuple[int, list[str]]:
+    """Write SQuAD train articles (one .txt per article) until ``min_chars`` characters; return questions.
+
+    Falls back to a generated English-like text when the SQuAD file is not at ``../shared/datasets``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    written = 0
+    questions: list[str] = []
+    if SQUAD_TRAIN.is_file():
+        for index, article in enumerate(squad_articles(SQUAD_TRAIN)):
+            text = article["title"].replace("_", " ") + "\n\n" + "\n\n".join(
+                p["context"] for p in article["paragraphs"]
+            )
+            (directory / f"{index:04d}_{article['title'][:40]}.txt").write_text(text, encoding="utf-8")
+            questions.extend(qa["question"] for p in article["paragraphs"] for qa in p["qas"])
+            written += len(text)
+            if written >= min_chars:
+                break
+        return written, questions
+    rng = random.Random(seed)
+    words = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
+    words += "river city football team science history energy music light water government music".split()
+    index = 0
+    while written < min_chars:
+        sentences = [" ".join(rng.choice(words) for _ in range(rng.randint(8, 25))).capitalize() + "." for _ in range(300)]
+        text = " ".join(sentences)
+        (directory / f"generated_{index:04d}.txt").write_text(text, encoding="utf-8")
+        written += len(text)
+        index += 1
+    questions = [" ".join(rng.choice(words) for _ in range(8)) + "?" for _ in range(500)]
+    return written, questions
