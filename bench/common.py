@@ -72,8 +72,10 @@ def write_corpus(directory: Path, *, min_chars: int, seed: int = 13) -> tuple[in
     questions: list[str] = []
     if SQUAD_TRAIN.is_file():
         for index, article in enumerate(squad_articles(SQUAD_TRAIN)):
-            text = article["title"].replace("_", " ") + "\n\n" + "\n\n".join(
-                p["context"] for p in article["paragraphs"]
+            text = (
+                article["title"].replace("_", " ")
+                + "\n\n"
+                + "\n\n".join(p["context"] for p in article["paragraphs"])
             )
             (directory / f"{index:04d}_{article['title'][:40]}.txt").write_text(text, encoding="utf-8")
             questions.extend(qa["question"] for p in article["paragraphs"] for qa in p["qas"])
@@ -82,11 +84,16 @@ def write_corpus(directory: Path, *, min_chars: int, seed: int = 13) -> tuple[in
                 break
         return written, questions
     rng = random.Random(seed)
-    words = "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
+    words = (
+        "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
+    )
     words += "river city football team science history energy music light water government music".split()
     index = 0
     while written < min_chars:
-        sentences = [" ".join(rng.choice(words) for _ in range(rng.randint(8, 25))).capitalize() + "." for _ in range(300)]
+        sentences = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(8, 25))).capitalize() + "."
+            for _ in range(300)
+        ]
         text = " ".join(sentences)
         (directory / f"generated_{index:04d}.txt").write_text(text, encoding="utf-8")
         written += len(text)

@@ -27,8 +27,12 @@ from spanqa.settings import Settings  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chunks", type=int, default=10000, help="Stop adding articles after about this many chunks.")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--chunks", type=int, default=10000, help="Stop adding articles after about this many chunks."
+    )
     parser.add_argument("--chunk-tokens", type=int, default=100)
     parser.add_argument("--overlap", type=int, default=20)
     parser.add_argument("--queries", type=int, default=200)

@@ -112,6 +112,15 @@ class JobRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
+class WatchedFolderRow(Base):
+    __tablename__ = "watched_folders"
+
+    path: Mapped[str] = mapped_column(String(4096), primary_key=True)
+    include: Mapped[list[str]] = mapped_column(JSON, default=list)
+    exclude: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL lets readers and one writer work at once; the busy timeout waits out a writer instead of failing.
@@ -442,6 +451,21 @@ class Catalog:
         with self.session() as s, s.begin():
             s.execute(update(JobRow).where(JobRow.id == job_id).values(**values))
 
+    def advance_job(self, job_id: str, *, done: int = 0, failed: int = 0) -> Job | None:
+        """Add to a job's counters atomically (many workers report on one job); finish it when all are in."""
+        with self.session() as s, s.begin():
+            s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id)
+                .values(done=JobRow.done + done, failed=JobRow.failed + failed, updated_at=_now())
+            )
+            row = s.get(JobRow, job_id, populate_existing=True, with_for_update=True)
+            if row is None:
+                return None
+            if row.state == "running" and row.total and row.done + row.failed >= row.total:
+                row.state = "failed" if row.failed else "done"
+            return _to_job(row)
+
     def get_job(self, job_id: str) -> Job | None:
         with self.session() as s:
             row = s.get(JobRow, job_id)
@@ -451,6 +475,33 @@ class Catalog:
         with self.session() as s:
             rows = s.scalars(select(JobRow).order_by(JobRow.created_at.desc()).limit(limit))
             return [_to_job(r) for r in rows]
+
+    # Watched folders ----------------------------------------------------------------------------------
+
+    def watch_folder(self, path: str, *, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
+        with self.session() as s, s.begin():
+            row = s.get(WatchedFolderRow, path)
+            if row is None:
+                row = WatchedFolderRow(path=path)
+                s.add(row)
+            row.include = list(include)
+            row.exclude = list(exclude)
+
+    def unwatch_folder(self, path: str) -> bool:
+        with self.session() as s, s.begin():
+            row = s.get(WatchedFolderRow, path)
+            if row is None:
+                return False
+            s.delete(row)
+            return True
+
+    def watched_folders(self) -> list[dict[str, Any]]:
+        with self.session() as s:
+            rows = s.scalars(select(WatchedFolderRow).order_by(WatchedFolderRow.path)).all()
+            return [
+                {"path": r.path, "include": list(r.include or []), "exclude": list(r.exclude or [])}
+                for r in rows
+            ]
 
 
 def _to_job(row: JobRow) -> Job:

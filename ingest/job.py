@@ -143,11 +143,23 @@ class IngestJob:
         Raises:
             PathNotFoundError: a path does not exist (nothing is changed).
         """
-        started = time.perf_counter()
         active = self.catalog.active_index()
         if active is not None:
             check_model(active.model_name, self.encoder.model_name)
         found = self.discover(paths, include=include, exclude=exclude)
+        report = self.run_found(found, on_progress=on_progress)
+        if prune:
+            report.outcomes.extend(self.prune(paths))
+        return report
+
+    def run_found(
+        self, found: Sequence[FoundFile], *, on_progress: Callable[[Progress], None] | None = None
+    ) -> IngestReport:
+        """Ingest files already discovered (a worker ingests one file of a folder this way)."""
+        started = time.perf_counter()
+        active = self.catalog.active_index()
+        if active is not None:
+            check_model(active.model_name, self.encoder.model_name)
         report = IngestReport()
         report.orphans_removed = self.remove_orphans()
         pending: list[_Prepared] = []
@@ -174,8 +186,6 @@ class IngestJob:
                 pending, pending_chunks = [], 0
         for outcome in self._index(pending, report):
             emit(outcome)
-        if prune:
-            report.outcomes.extend(self.prune(paths))
         report.seconds = time.perf_counter() - started
         return report
 

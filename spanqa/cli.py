@@ -132,6 +132,7 @@ def main(ctx: click.Context, config: str | None, data_dir: str | None, verbose: 
 @click.option("--prune", is_flag=True, help="Drop documents whose files have vanished from these folders.")
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@click.option("--background", is_flag=True, help="Enqueue the work for `spanqa worker` and print a job id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 @friendly_errors
@@ -141,6 +142,7 @@ def ingest(
     prune: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    background: bool,
     as_json: bool,
 ) -> None:
     """Load, chunk and embed every file under PATHS (new and changed files only)."""
@@ -148,6 +150,9 @@ def ingest(
     from spanqa.runtime import Runtime
 
     settings = settings_from(ctx)
+    if background:
+        _enqueue_ingest(settings, paths, prune, include, exclude, as_json=as_json)
+        return
     with Runtime(settings) as runtime:
         job = runtime.ingest_job()
         try:
@@ -168,6 +173,34 @@ def ingest(
     else:
         _print_ingest_report(report, found_any=bool(found) or prune)
     ctx.exit(report.exit_code)
+
+
+def _enqueue_ingest(
+    settings: Settings, paths: tuple[str, ...], prune: bool, include: Any, exclude: Any, *, as_json: bool
+) -> None:
+    from ingest.catalog import Catalog
+    from workers.app import create_app
+
+    if not settings.broker_url:
+        raise UserError("--background needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    absolute = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise UserError(f"no such file or folder: {raw}")
+        absolute.append(str(path.absolute()))
+    catalog = Catalog(settings.catalog_url)
+    try:
+        arguments = {"paths": absolute, "prune": prune, "include": list(include), "exclude": list(exclude)}
+        job = catalog.create_job("ingest", arguments)
+    finally:
+        catalog.close()
+    app = create_app(settings)
+    app.tasks["spanqa.ingest_path"].delay(job.id, absolute, prune, list(include), list(exclude))
+    if as_json:
+        print_json({"job_id": job.id, "state": job.state})
+    else:
+        click.echo(f"queued job {job.id} (follow it with `spanqa jobs {job.id} --watch`)")
 
 
 def _run_ingest_with_progress(
@@ -551,6 +584,171 @@ def reader_eval(
         return
     for key, value in metrics.items():
         click.echo(f"{key:<16}{value:.2f}" if isinstance(value, float) else f"{key:<16}{value}")
+
+
+# workers -------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes."
+)
+@click.option("--queues", default="spanqa", show_default=True, help="Comma-separated queues to consume.")
+@click.option("--loglevel", default="INFO", show_default=True)
+@click.pass_context
+@friendly_errors
+def worker(ctx: click.Context, concurrency: int, queues: str, loglevel: str) -> None:
+    """Run Celery workers that ingest, delete and re-index in the background."""
+    from workers.app import create_app
+
+    settings = settings_from(ctx)
+    if not settings.broker_url:
+        raise UserError("no broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    if settings.qdrant_url is None and concurrency > 1:
+        raise UserError(
+            "the embedded vector store allows one process: use --concurrency 1, "
+            "or set SPANQA_QDRANT_URL to a Qdrant server"
+        )
+    app = create_app(settings)
+    app.worker_main(["worker", f"--concurrency={concurrency}", "-Q", queues, f"--loglevel={loglevel}"])
+
+
+@main.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+@click.pass_context
+@friendly_errors
+def beat(ctx: click.Context, loglevel: str) -> None:
+    """Run the scheduler that sweeps watched folders every sweep_interval_s seconds."""
+    from workers.app import create_app
+
+    settings = settings_from(ctx)
+    if not settings.broker_url:
+        raise UserError("no broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    create_app(settings).Beat(loglevel=loglevel).run()
+
+
+@main.command()
+@click.argument("path", required=False)
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@click.option("--remove", is_flag=True, help="Stop watching PATH.")
+@click.option("--json", "as_json", is_flag=True, help="Print the watched folders as JSON.")
+@click.pass_context
+@friendly_errors
+def watch(
+    ctx: click.Context,
+    path: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    remove: bool,
+    as_json: bool,
+) -> None:
+    """Register PATH for the sweeper (`spanqa beat`); with no PATH, list the watched folders."""
+    from ingest.catalog import Catalog
+
+    catalog = Catalog(settings_from(ctx).catalog_url)
+    try:
+        if path is not None:
+            folder = Path(path).expanduser().absolute()
+            if remove:
+                if not catalog.unwatch_folder(str(folder)):
+                    raise UserError(f"not watched: {folder}")
+                click.echo(f"stopped watching {folder}")
+                return
+            if not folder.is_dir():
+                raise UserError(f"not a folder: {path}")
+            catalog.watch_folder(str(folder), include=include, exclude=exclude)
+            click.echo(f"watching {folder}")
+            return
+        folders = catalog.watched_folders()
+    finally:
+        catalog.close()
+    if as_json:
+        print_json(folders)
+    elif not folders:
+        click.echo("no watched folders")
+    else:
+        for item in folders:
+            click.echo(item["path"])
+
+
+@main.command()
+@click.argument("job_id", required=False)
+@click.option(
+    "--watch", "follow", is_flag=True, help="Follow the job with a live progress bar until it ends."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:
+    """Show background jobs (or one job) with state and progress."""
+    from ingest.catalog import Catalog
+
+    catalog = Catalog(settings_from(ctx).catalog_url)
+    try:
+        if job_id is None:
+            listed = catalog.list_jobs()
+            if as_json:
+                print_json([_job_dict(j) for j in listed])
+            elif not listed:
+                click.echo("no jobs")
+            else:
+                for j in listed:
+                    click.echo(
+                        f"{j.id}  {j.kind:<8} {j.state:<8} {j.done + j.failed}/{j.total} ({j.failed} failed)"
+                    )
+            return
+        job = catalog.get_job(job_id)
+        if job is None:
+            raise UserError(f"no job {job_id} (see `spanqa jobs`)")
+        if follow:
+            job = _follow_job(catalog, job)
+        if as_json:
+            print_json(_job_dict(job))
+        else:
+            click.echo(
+                f"{job.id}  {job.kind} {job.state}: {job.done} done, {job.failed} failed of {job.total}"
+                + (f" ({job.error})" if job.error else "")
+            )
+    finally:
+        catalog.close()
+
+
+def _follow_job(catalog: Any, job: Any) -> Any:
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = _console(stderr=True)
+    columns = (
+        TextColumn(f"[bold]{job.kind}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, disable=not console.is_terminal, transient=True) as progress:
+        task = progress.add_task(job.kind, total=job.total or None, state=job.state)
+        while job.state in {"pending", "running"}:
+            progress.update(task, total=job.total or None, completed=job.done + job.failed, state=job.state)
+            time.sleep(0.5)
+            job = catalog.get_job(job.id)
+    return job
+
+
+def _job_dict(job: Any) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "state": job.state,
+        "total": job.total,
+        "done": job.done,
+        "failed": job.failed,
+        "error": job.error,
+        "arguments": job.arguments,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "updated_at": job.updated_at.isoformat() if job.updated_at else None,
+    }
 
 
 # status and docs -----------------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ class Settings:
     qdrant_api_key: str | None = None
     qdrant_timeout_s: float = 30.0
     broker_url: str | None = None
+    sweep_interval_s: float = 300.0
+    broker_visibility_timeout_s: float = 3600.0
+    document_lock_timeout_s: float = 600.0
 
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
     retriever_batch_size: int = 64

@@ -1,1 +1,1 @@
-"""Celery workers (Redis broker) that run the ingest and ask jobs in the background; the only place that knows Celery."""
+"""Celery workers (Redis broker) that ingest in the background; only this package knows Celery."""

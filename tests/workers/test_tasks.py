@@ -1,0 +1,64 @@
+"""Tasks run inline (eagerly) when no broker is set: the same code path as a worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ingest.catalog import Catalog
+from spanqa.cli import main
+from spanqa.settings import Settings
+from spanqa.types import DocumentStatus
+from workers.app import create_app, state_of
+
+
+def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The Denver Broncos won Super Bowl 50 in Santa Clara. " * 10)
+    (docs / "b.txt").write_text("Warsaw is the capital of Poland. " * 10)
+    app = create_app(settings)
+    assert app.conf.task_always_eager
+    catalog = Catalog(settings.catalog_url)
+    try:
+        job = catalog.create_job("ingest", {"paths": [str(docs)]})
+        app.tasks["spanqa.ingest_path"].delay(job.id, [str(docs)])
+        finished = catalog.get_job(job.id)
+        assert finished is not None and (finished.state, finished.total, finished.done) == ("done", 2, 2)
+        documents = catalog.list_documents(status=DocumentStatus.INDEXED)
+        assert len(documents) == 2
+        app.tasks["spanqa.delete_document"].delay(documents[0].id)
+        app.tasks["spanqa.delete_document"].delay(documents[0].id)  # twice is harmless
+        assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 1
+        catalog.watch_folder(str(docs))
+        (docs / "b.txt").unlink()
+        assert app.tasks["spanqa.sweep"].delay().get() == 1
+        # The sweep keeps the index in step with the folder: b.txt vanished, a.txt is still there.
+        assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.INDEXED)] == ["a.txt"]
+        assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.DELETED)] == ["b.txt"]
+    finally:
+        state_of(app).close()
+        catalog.close()
+
+
+def test_worker_commands_explain_what_is_missing(settings: Settings) -> None:
+    env = {"SPANQA_DATA_DIR": str(settings.data_dir), "SPANQA_CONFIG": "", "SPANQA_BROKER_URL": ""}
+    result = CliRunner().invoke(main, ["worker"], env=env)
+    assert result.exit_code == 2 and "SPANQA_BROKER_URL" in result.output
+    result = CliRunner().invoke(
+        main, ["worker", "--concurrency", "2"], env=dict(env, SPANQA_BROKER_URL="redis://x")
+    )
+    assert result.exit_code == 2 and "one process" in result.output
+    result = CliRunner().invoke(main, ["ingest", "--background", "."], env=env)
+    assert result.exit_code == 2 and "needs a broker" in result.output
+
+
+def test_watch_registers_folders(settings: Settings, tmp_path: Path) -> None:
+    env = {"SPANQA_DATA_DIR": str(settings.data_dir), "SPANQA_CONFIG": ""}
+    runner = CliRunner()
+    assert runner.invoke(main, ["watch", str(tmp_path)], env=env).exit_code == 0
+    assert str(tmp_path) in runner.invoke(main, ["watch"], env=env).output
+    assert runner.invoke(main, ["watch", str(tmp_path / "missing")], env=env).exit_code == 2
+    assert runner.invoke(main, ["watch", str(tmp_path), "--remove"], env=env).exit_code == 0
+    assert "no watched folders" in runner.invoke(main, ["watch"], env=env).output

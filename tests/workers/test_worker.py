@@ -1,0 +1,158 @@
+"""A real worker process on a real Redis: background ingest, idempotency, a SIGKILL mid-file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ingest.catalog import Catalog
+from retriever.index import EdgeVectorIndex
+from spanqa.cli import main
+from spanqa.settings import Settings
+from spanqa.types import DocumentStatus
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=2)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS_URL} (set REDIS_URL, or run scripts/test.sh which starts one)")
+    client.flushdb()
+    yield REDIS_URL
+    client.flushdb()
+
+
+@pytest.fixture
+def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SPANQA_BROKER_URL": redis_url,
+        "SPANQA_DATA_DIR": str(settings.data_dir),
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
+        "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
+        "SPANQA_BROKER_VISIBILITY_TIMEOUT_S": "4",
+        "SPANQA_DOCUMENT_LOCK_TIMEOUT_S": "3",
+        "SPANQA_CONFIG": "",
+    }
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "spanqa.cli", "worker", "--concurrency", "1", "--loglevel", "INFO"],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def enqueue(env: dict[str, str], *args: str) -> str:
+    result = CliRunner().invoke(
+        main, ["ingest", "--background", "--json", *args], env=env, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    return str(json.loads(result.output)["job_id"])
+
+
+def wait_for_job(catalog: Catalog, job_id: str, log: Path, timeout: float = 180) -> str:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = catalog.get_job(job_id)
+        if job is not None and job.state in {"done", "failed"}:
+            return job.state
+        time.sleep(0.3)
+    raise AssertionError(f"job {job_id} did not finish; worker log:\n{log.read_text()[-3000:]}")
+
+
+def assert_points_match_chunks(settings: Settings, catalog: Catalog) -> None:
+    active = catalog.active_index()
+    assert active is not None
+    with EdgeVectorIndex(settings.qdrant_path) as index:
+        assert index.point_ids(active.collection) == catalog.chunk_ids()
+
+
+def test_background_ingest_through_a_worker_is_idempotent(
+    settings: Settings, worker_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"doc{i}.txt").write_text(
+            f"Document {i} talks about the Denver Broncos and Santa Clara. " * 20
+        )
+    log = tmp_path / "worker.log"
+    process = start_worker(worker_env, log)
+    catalog = Catalog(settings.catalog_url)
+    try:
+        first = enqueue(worker_env, str(docs))
+        assert wait_for_job(catalog, first, log) == "done"
+        job = catalog.get_job(first)
+        assert job is not None and (job.total, job.done, job.failed) == (4, 4, 0)
+        # The same folder twice more, at once: still one document per file, no duplicate points.
+        again = [enqueue(worker_env, str(docs)), enqueue(worker_env, str(docs))]
+        for job_id in again:
+            assert wait_for_job(catalog, job_id, log) == "done"
+        assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 4
+        result = CliRunner().invoke(main, ["jobs", first, "--json"], env=worker_env)
+        assert json.loads(result.output)["state"] == "done"
+    finally:
+        stop(process)
+    assert_points_match_chunks(settings, catalog)
+    catalog.close()
+
+
+def test_a_worker_killed_mid_file_leaves_it_indexed_exactly_once(
+    settings: Settings, worker_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    sentence = "The Denver Broncos defeated the Carolina Panthers at Levi's Stadium in Santa Clara. "
+    (docs / "large.txt").write_text(sentence * 6000)  # long enough to be killed in the middle
+    log = tmp_path / "worker.log"
+    process = start_worker(worker_env, log)
+    catalog = Catalog(settings.catalog_url)
+    try:
+        job_id = enqueue(worker_env, str(docs))
+        deadline = time.time() + 60
+        while time.time() < deadline and "spanqa.ingest_file" not in log.read_text():
+            time.sleep(0.1)
+        time.sleep(1.0)  # inside the file: loading, chunking or embedding
+        assert catalog.get_job(job_id).done == 0  # type: ignore[union-attr]
+        stop(process, signal.SIGKILL)
+        process = start_worker(worker_env, log)
+        assert wait_for_job(catalog, job_id, log, timeout=240) == "done"
+    finally:
+        stop(process)
+    documents = catalog.list_documents(status=DocumentStatus.INDEXED)
+    assert len(documents) == 1 and documents[0].num_chunks > 50
+    assert_points_match_chunks(settings, catalog)
+    catalog.close()

@@ -1,0 +1,120 @@
+"""Celery tasks: thin wrappers that run the ingest job in a worker, idempotent and safe to retry."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, Task
+
+from ingest.catalog import document_id_for
+from ingest.job import FAILED, PathNotFoundError
+from ingest.walk import FoundFile
+
+logger = logging.getLogger(__name__)
+
+
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """Errors worth retrying: lost connections to the database, Qdrant or Redis."""
+    import redis.exceptions
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    return (OperationalError, DBAPIError, redis.exceptions.ConnectionError, ConnectionError, TimeoutError)
+
+
+def register_tasks(app: Celery) -> None:
+    """Define the tasks on ``app`` (named ``spanqa.*``)."""
+    from workers.app import state_of
+
+    retry = {
+        "shared": False,
+        "autoretry_for": transient_errors(),
+        "retry_backoff": 2,
+        "retry_backoff_max": 300,
+        "retry_jitter": True,
+        "max_retries": 8,
+    }
+
+    @app.task(name="spanqa.ingest_path", bind=True, **retry)
+    def ingest_path(
+        self: Task,
+        job_id: str,
+        paths: Sequence[str],
+        prune: bool = False,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """Find the files under ``paths`` and fan out one ``ingest_file`` task per file."""
+        runtime = state_of(app).runtime
+        job = runtime.ingest_job()
+        try:
+            found = job.discover(paths, include=include, exclude=exclude)
+        except PathNotFoundError as exc:
+            runtime.catalog.update_job(job_id, state="failed", error=str(exc))
+            return {"files": 0}
+        runtime.catalog.update_job(job_id, state="running", total=len(found))
+        for item in found:
+            ingest_file.delay(job_id, str(item.path), str(item.root))
+        if prune:
+            job.prune(paths)
+        if not found:
+            runtime.catalog.update_job(job_id, state="done")
+        return {"files": len(found)}
+
+    @app.task(name="spanqa.ingest_file", bind=True, **retry)
+    def ingest_file(self: Task, job_id: str | None, path: str, root: str) -> dict[str, Any]:
+        """Ingest one file; a second delivery of the same file finds it unchanged and does nothing."""
+        runtime = state_of(app).runtime
+        with document_lock(app, document_id_for(path)) as acquired:
+            if not acquired:
+                raise self.retry(countdown=5, max_retries=60)
+            report = runtime.ingest_job().run_found([FoundFile(path=Path(path), root=Path(root))])
+        outcome = report.outcomes[0] if report.outcomes else None
+        failed = outcome is not None and outcome.status == FAILED
+        if job_id:
+            runtime.catalog.advance_job(job_id, done=0 if failed else 1, failed=1 if failed else 0)
+        return {"path": path, "status": outcome.status if outcome else "skipped"}
+
+    @app.task(name="spanqa.delete_document", bind=True, **retry)
+    def delete_document(self: Task, document_id: str) -> None:
+        """Drop a document's points and mark it deleted (deleting twice is harmless)."""
+        runtime = state_of(app).runtime
+        with document_lock(app, document_id):
+            runtime.ingest_job().remove_document(document_id)
+
+    @app.task(name="spanqa.sweep", bind=True, **retry)
+    def sweep(self: Task) -> int:
+        """Re-scan every watched folder: new and changed files are ingested, vanished ones pruned."""
+        runtime = state_of(app).runtime
+        folders = runtime.catalog.watched_folders()
+        for folder in folders:
+            job = runtime.catalog.create_job("sweep", folder)
+            ingest_path.delay(job.id, [folder["path"]], True, folder["include"], folder["exclude"])
+        return len(folders)
+
+
+@contextlib.contextmanager
+def document_lock(app: Celery, document_id: str) -> Iterator[bool]:
+    """A Redis lock per document so two workers never index one document at once (a no-op inline)."""
+    broker = app.conf.broker_url or ""
+    if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
+        yield True
+        return
+    import redis
+
+    from workers.app import state_of
+
+    client = redis.Redis.from_url(broker)
+    # The lock expires on its own, so a worker killed while holding it blocks the document only for a while.
+    timeout = state_of(app).settings.document_lock_timeout_s
+    lock = client.lock(f"spanqa:lock:document:{document_id}", timeout=timeout, blocking_timeout=10)
+    acquired = lock.acquire()
+    try:
+        yield bool(acquired)
+    finally:
+        if acquired:
+            with contextlib.suppress(Exception):
+                lock.release()
