@@ -20,12 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, summarize_ms, write_corpus  # noqa: E402
-from reader.model import SHIPPED_MODELS_DIR  # noqa: E402
-from retriever.encoder import resolve_encoder_model  # noqa: E402
-from spanqa import pipeline  # noqa: E402
-from spanqa.runtime import Runtime  # noqa: E402
-from spanqa.settings import DEFAULT_READER_MODEL, Settings  # noqa: E402
+from bench.common import machine, summarize_ms, write_corpus
+from reader.model import SHIPPED_MODELS_DIR
+from retriever.encoder import resolve_encoder_model
+from spanqa import pipeline
+from spanqa.runtime import Runtime
+from spanqa.settings import DEFAULT_READER_MODEL, Settings
 
 
 def main() -> None:

@@ -84,10 +84,47 @@ def write_corpus(directory: Path, *, min_chars: int, seed: int = 13) -> tuple[in
                 break
         return written, questions
     rng = random.Random(seed)
-    words = (
-        "the of and to in a is that for it as was with be by on not he this are or his from at which".split()
-    )
-    words += "river city football team science history energy music light water government music".split()
+    words = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "a",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "was",
+        "with",
+        "be",
+        "by",
+        "on",
+        "not",
+        "he",
+        "this",
+        "are",
+        "or",
+        "his",
+        "from",
+        "at",
+        "which",
+    ]
+    words += [
+        "river",
+        "city",
+        "football",
+        "team",
+        "science",
+        "history",
+        "energy",
+        "music",
+        "light",
+        "water",
+        "government",
+        "music",
+    ]
     index = 0
     while written < min_chars:
         sentences = [

@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, summarize_ms, write_corpus  # noqa: E402
-from spanqa import pipeline  # noqa: E402
-from spanqa.runtime import Runtime  # noqa: E402
-from spanqa.settings import Settings  # noqa: E402
+from bench.common import machine, summarize_ms, write_corpus
+from spanqa import pipeline
+from spanqa.runtime import Runtime
+from spanqa.settings import Settings
 
 
 def main() -> None:
