@@ -250,6 +250,13 @@ class Catalog:
                 query = query.where(DocumentRow.status == status.value)
             return [_to_document(r, with_text=False) for r in s.scalars(query)]
 
+    def documents_by_id(self, document_ids: Iterable[str]) -> list[Document]:
+        """Documents (without text) for the given ids."""
+        ids = list(document_ids)
+        with self.session() as s:
+            rows = s.scalars(select(DocumentRow).where(DocumentRow.id.in_(ids))).all()
+            return [_to_document(r, with_text=False) for r in rows]
+
     def paths_under(self, root: str) -> list[Document]:
         """Live (not deleted) documents whose absolute path lies under ``root``."""
         prefix = root.rstrip("/") + "/"

@@ -751,6 +751,57 @@ def _job_dict(job: Any) -> dict[str, Any]:
     }
 
 
+@main.command()
+@click.option(
+    "--retriever-model", help="Rebuild with this retriever model (then set SPANQA_RETRIEVER_MODEL to it)."
+)
+@click.option("--background", is_flag=True, help="Enqueue the rebuild for `spanqa worker`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@friendly_errors
+def reindex(ctx: click.Context, retriever_model: str | None, background: bool, as_json: bool) -> None:
+    """Rebuild the vector collection from the catalog (blue/green: one atomic switch at the end)."""
+    from ingest.reindex import reindex as run_reindex
+    from spanqa.runtime import Runtime
+
+    settings = settings_from(ctx)
+    if retriever_model:
+        settings = settings.replace(retriever_model=retriever_model)
+    if background:
+        from ingest.catalog import Catalog
+        from workers.app import create_app
+
+        if not settings.broker_url:
+            raise UserError(
+                "--background needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)"
+            )
+        catalog = Catalog(settings.catalog_url)
+        try:
+            job = catalog.create_job("reindex", {"retriever_model": settings.retriever_model})
+        finally:
+            catalog.close()
+        create_app(settings).tasks["spanqa.reindex"].delay(job.id, settings.retriever_model)
+        click.echo(f"queued job {job.id}")
+        return
+    with Runtime(settings) as runtime:
+        report = run_reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+    data = {
+        "previous": report.previous.collection if report.previous else None,
+        "current": report.current.collection,
+        "model": report.current.model_name,
+        "chunks": report.chunks,
+        "seconds": round(report.seconds, 2),
+    }
+    if as_json:
+        print_json(data)
+    else:
+        click.echo(
+            f"re-indexed {report.chunks} chunks into {report.current.collection} in {report.seconds:.1f}s"
+        )
+        if retriever_model:
+            click.echo(f"now set SPANQA_RETRIEVER_MODEL={retriever_model} so questions use the same model")
+
+
 # status and docs -----------------------------------------------------------------------------------------
 
 

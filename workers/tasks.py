@@ -85,6 +85,30 @@ def register_tasks(app: Celery) -> None:
         with document_lock(app, document_id):
             runtime.ingest_job().remove_document(document_id)
 
+    @app.task(name="spanqa.reindex", bind=True, **retry)
+    def reindex(self: Task, job_id: str | None, retriever_model: str | None = None) -> dict[str, Any]:
+        """Blue/green rebuild of the vector collection from the catalog."""
+        from ingest.reindex import reindex as run_reindex
+        from retriever.encoder import SentenceEncoder
+
+        runtime = state_of(app).runtime
+        encoder = runtime.encoder
+        if retriever_model and retriever_model != encoder.model_name:
+            encoder = SentenceEncoder.from_settings(runtime.settings.replace(retriever_model=retriever_model))
+        if job_id:
+            runtime.catalog.update_job(job_id, state="running", total=runtime.catalog.counts()["chunks"])
+        report = run_reindex(
+            catalog=runtime.catalog,
+            encoder=encoder,
+            index=runtime.index,
+            on_progress=(lambda done, total: runtime.catalog.update_job(job_id, done=done))
+            if job_id
+            else None,
+        )
+        if job_id:
+            runtime.catalog.update_job(job_id, state="done", done=report.chunks)
+        return {"collection": report.current.collection, "chunks": report.chunks}
+
     @app.task(name="spanqa.sweep", bind=True, **retry)
     def sweep(self: Task) -> int:
         """Re-scan every watched folder: new and changed files are ingested, vanished ones pruned."""

@@ -31,6 +31,10 @@ def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -
         app.tasks["spanqa.delete_document"].delay(documents[0].id)
         app.tasks["spanqa.delete_document"].delay(documents[0].id)  # twice is harmless
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 1
+        job = catalog.create_job("reindex", {})
+        result = app.tasks["spanqa.reindex"].delay(job.id).get()
+        assert result["collection"].endswith("__v2") and result["chunks"] == catalog.counts()["chunks"]
+        assert catalog.get_job(job.id).state == "done"  # type: ignore[union-attr]
         catalog.watch_folder(str(docs))
         (docs / "b.txt").unlink()
         assert app.tasks["spanqa.sweep"].delay().get() == 1

@@ -1,0 +1,97 @@
+"""Blue/green re-index: fill a new collection from the catalog's chunk texts, then switch in one step."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ingest.catalog import Catalog
+from retriever.encoder import TextEncoder
+from retriever.index import IndexPoint, VectorIndex, collection_name
+from spanqa.types import IndexVersion
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    previous: IndexVersion | None
+    current: IndexVersion
+    chunks: int
+    seconds: float
+
+
+def reindex(
+    *,
+    catalog: Catalog,
+    encoder: TextEncoder,
+    index: VectorIndex,
+    batch_size: int = 256,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ReindexReport:
+    """Rebuild the vectors of every chunk with ``encoder`` into a new collection, then make it active.
+
+    No file is parsed again: the chunk texts come from the catalog. Questions keep being answered from the
+    active collection until the switch, which is one catalog transaction; the collection it replaces is kept
+    (retired) until the next re-index, so a search that started before the switch still finds it.
+
+    Args:
+        catalog: the SQL catalog.
+        encoder: the retriever model for the new collection (the same one for a plain rebuild).
+        index: the vector index.
+        batch_size: chunks per encoder call.
+        on_progress: called with (chunks done, chunks total).
+
+    Returns:
+        The previous and the new index version.
+    """
+    started = time.perf_counter()
+    previous = catalog.active_index()
+    dimension = encoder.dimension
+    taken = {v.collection for v in catalog.index_versions()} | set(index.list_collections())
+    version = 1
+    while collection_name(encoder.model_name, dimension, version) in taken:
+        version += 1
+    name = collection_name(encoder.model_name, dimension, version)
+    index.ensure_collection(name, dimension)
+    building = catalog.create_index_version(
+        model_name=encoder.model_name, dimension=dimension, collection=name, active=False
+    )
+    total = catalog.counts()["chunks"]
+    done = 0
+    for chunks in catalog.iter_chunks(batch_size):
+        paths = {d.id: d.path for d in catalog.documents_by_id({c.document_id for c in chunks})}
+        vectors = encoder.encode([c.text for c in chunks])
+        index.upsert(
+            name,
+            [
+                IndexPoint(
+                    id=c.id,
+                    vector=vector,
+                    payload={
+                        "document_id": c.document_id,
+                        "chunk_id": c.id,
+                        "path": paths.get(c.document_id, ""),
+                        "ordinal": c.ordinal,
+                        "char_start": c.char_start,
+                        "char_end": c.char_end,
+                        "page": c.page,
+                    },
+                )
+                for c, vector in zip(chunks, vectors, strict=True)
+            ],
+        )
+        done += len(chunks)
+        if on_progress is not None:
+            on_progress(done, total)
+    catalog.activate_index_version(building.id)
+    # Older retired collections are dropped now; the one just replaced stays for searches in flight.
+    for old in catalog.index_versions():
+        if old.status.value == "retired" and (previous is None or old.id != previous.id):
+            index.drop_collection(old.collection)
+    current = catalog.active_index()
+    assert current is not None
+    logger.info("re-indexed %d chunks into %s", done, name)
+    return ReindexReport(previous, current, done, time.perf_counter() - started)

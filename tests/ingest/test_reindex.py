@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ingest.reindex import reindex
+from spanqa import pipeline
+from spanqa.runtime import Runtime
+from spanqa.settings import Settings
+
+
+def test_reindex_switches_atomically_while_questions_keep_being_answered(
+    settings: Settings, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"d{i}.txt").write_text(
+            f"Document {i}: the Denver Broncos won Super Bowl 50 in Santa Clara. " * 15
+        )
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+        before = runtime.catalog.active_index()
+        assert before is not None
+        answered: list[int] = []
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def ask_in_a_loop() -> None:
+            while not stop.is_set():
+                try:
+                    result = pipeline.search(runtime, "Who won Super Bowl 50?", top_k=3)
+                    answered.append(len(result.passages))
+                except BaseException as exc:  # any failure fails the test
+                    errors.append(exc)
+
+        thread = threading.Thread(target=ask_in_a_loop)
+        thread.start()
+        try:
+            reports = [
+                reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+                for _ in range(2)
+            ]
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        assert errors == []
+        assert answered and all(n == 3 for n in answered)
+        after = runtime.catalog.active_index()
+        assert after is not None and after.collection == reports[-1].current.collection != before.collection
+        assert [v.status.value for v in runtime.catalog.index_versions()] == ["retired", "retired", "active"]
+        assert runtime.index.point_ids(after.collection) == runtime.catalog.chunk_ids()
+        # The first collection is dropped at the second rebuild; the one just replaced stays for searches.
+        assert not runtime.index.has_collection(before.collection)
+        assert runtime.index.has_collection(reports[-1].previous.collection)  # type: ignore[union-attr]
+        # Ingest after a rebuild writes into the new collection.
+        (docs / "new.txt").write_text("A new document about Warsaw and the Vistula river. " * 10)
+        runtime.ingest_job().run([docs])
+        assert runtime.index.point_ids(after.collection) == runtime.catalog.chunk_ids()
