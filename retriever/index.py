@@ -280,7 +280,7 @@ class EdgeVectorIndex:
         return VectorIndexError(
             f"the vector store at {self.path} is in use by another spanqa process{holder}; "
             "only one process can open it at a time: wait for that process to finish or stop it "
-            "(or run a Qdrant server and set qdrant_url to share the index)"
+            "(or run a Qdrant server and set SPANQA_QDRANT_URL to share the index)"
         )
 
     def _acquire_lock(self) -> int:

@@ -175,32 +175,41 @@ def ingest(
     ctx.exit(report.exit_code)
 
 
-def _enqueue_ingest(
-    settings: Settings, paths: tuple[str, ...], prune: bool, include: Any, exclude: Any, *, as_json: bool
-) -> None:
+def _require_broker(settings: Settings, what: str) -> None:
+    if not settings.broker_url:
+        raise UserError(f"{what} needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+
+
+def _enqueue(settings: Settings, kind: str, task: str, arguments: dict[str, Any], *, as_json: bool) -> None:
+    """Record a job in the catalog and send its task to the workers, with the job id first."""
     from ingest.catalog import Catalog
     from workers.app import create_app
 
-    if not settings.broker_url:
-        raise UserError("--background needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    _require_broker(settings, "--background")
+    catalog = Catalog(settings.catalog_url)
+    try:
+        job = catalog.create_job(kind, arguments)
+    finally:
+        catalog.close()
+    create_app(settings).tasks[task].delay(job.id, *arguments.values())
+    if as_json:
+        print_json({"job_id": job.id, "state": job.state})
+    else:
+        click.echo(f"queued job {job.id} (follow it with `spanqa jobs {job.id} --watch`)")
+
+
+def _enqueue_ingest(
+    settings: Settings, paths: tuple[str, ...], prune: bool, include: Any, exclude: Any, *, as_json: bool
+) -> None:
+    _require_broker(settings, "--background")
     absolute = []
     for raw in paths:
         path = Path(raw).expanduser()
         if not path.exists():
             raise UserError(f"no such file or folder: {raw}")
         absolute.append(str(path.absolute()))
-    catalog = Catalog(settings.catalog_url)
-    try:
-        arguments = {"paths": absolute, "prune": prune, "include": list(include), "exclude": list(exclude)}
-        job = catalog.create_job("ingest", arguments)
-    finally:
-        catalog.close()
-    app = create_app(settings)
-    app.tasks["spanqa.ingest_path"].delay(job.id, absolute, prune, list(include), list(exclude))
-    if as_json:
-        print_json({"job_id": job.id, "state": job.state})
-    else:
-        click.echo(f"queued job {job.id} (follow it with `spanqa jobs {job.id} --watch`)")
+    arguments = {"paths": absolute, "prune": prune, "include": list(include), "exclude": list(exclude)}
+    _enqueue(settings, "ingest", "spanqa.ingest_path", arguments, as_json=as_json)
 
 
 def _run_ingest_with_progress(
@@ -527,6 +536,21 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         click.echo(json.dumps(record))
 
 
+@reader_group.command("export")
+@click.argument("source", type=click.Path(exists=True, file_okay=False))
+@click.argument("destination", type=click.Path(file_okay=False))
+@click.option("--fp32", is_flag=True, help="Keep float32 weights (default: float16, half the size).")
+@click.pass_context
+@friendly_errors
+def reader_export(ctx: click.Context, source: str, destination: str, fp32: bool) -> None:
+    """Copy a trained reader (e.g. OUT/best) for shipping: safetensors weights and tokenizer files."""
+    from reader.training import export_model
+
+    path = export_model(source, destination, half=not fp32)
+    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    click.echo(f"exported {source} to {path} ({size / 1e6:.1f} MB)")
+
+
 @reader_group.command("eval")
 @click.option(
     "--data", required=True, type=click.Path(exists=True, dir_okay=False), help="SQuAD-format JSON."
@@ -602,8 +626,7 @@ def worker(ctx: click.Context, concurrency: int, queues: str, loglevel: str) -> 
     from workers.app import create_app
 
     settings = settings_from(ctx)
-    if not settings.broker_url:
-        raise UserError("no broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    _require_broker(settings, "spanqa worker")
     if settings.qdrant_url is None and concurrency > 1:
         raise UserError(
             "the embedded vector store allows one process: use --concurrency 1, "
@@ -622,8 +645,7 @@ def beat(ctx: click.Context, loglevel: str) -> None:
     from workers.app import create_app
 
     settings = settings_from(ctx)
-    if not settings.broker_url:
-        raise UserError("no broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    _require_broker(settings, "spanqa beat")
     create_app(settings).Beat(loglevel=loglevel).run()
 
 
@@ -768,20 +790,8 @@ def reindex(ctx: click.Context, retriever_model: str | None, background: bool, a
     if retriever_model:
         settings = settings.replace(retriever_model=retriever_model)
     if background:
-        from ingest.catalog import Catalog
-        from workers.app import create_app
-
-        if not settings.broker_url:
-            raise UserError(
-                "--background needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)"
-            )
-        catalog = Catalog(settings.catalog_url)
-        try:
-            job = catalog.create_job("reindex", {"retriever_model": settings.retriever_model})
-        finally:
-            catalog.close()
-        create_app(settings).tasks["spanqa.reindex"].delay(job.id, settings.retriever_model)
-        click.echo(f"queued job {job.id}")
+        arguments = {"retriever_model": settings.retriever_model}
+        _enqueue(settings, "reindex", "spanqa.reindex", arguments, as_json=as_json)
         return
     with Runtime(settings) as runtime:
         report = run_reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)

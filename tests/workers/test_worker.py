@@ -124,6 +124,11 @@ def test_background_ingest_through_a_worker_is_idempotent(
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 4
         result = CliRunner().invoke(main, ["jobs", first, "--json"], env=worker_env)
         assert json.loads(result.output)["state"] == "done"
+        # The worker owns the embedded store: another process is told so at once, in one line.
+        started = time.time()
+        result = CliRunner().invoke(main, ["search", "Broncos"], env=worker_env)
+        assert result.exit_code == 2 and "in use by another spanqa process" in result.output
+        assert len(result.output.strip().splitlines()) == 1 and time.time() - started < 30
     finally:
         stop(process)
     assert_points_match_chunks(settings, catalog)
