@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ingest.catalog import Catalog
     from ingest.job import IngestJob
     from reader.reader import ExtractiveReader
-    from retriever.encoder import SentenceEncoder
+    from retriever.encoder import TextEncoder
     from retriever.index import VectorIndex
 
 logger = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class Runtime:
         self.settings = settings
         self._catalog: Catalog | None = None
         self._index: VectorIndex | None = None
-        self._encoder: SentenceEncoder | None = None
+        self._encoder: TextEncoder | None = None
         self._reader: ExtractiveReader | None = None
 
     def __enter__(self) -> Runtime:
@@ -59,13 +59,39 @@ class Runtime:
         return self._index
 
     @property
-    def encoder(self) -> SentenceEncoder:
+    def encoder(self) -> TextEncoder:
         if self._encoder is None:
-            from retriever.encoder import SentenceEncoder
-
-            self._configure_torch()
-            self._encoder = SentenceEncoder.from_settings(self.settings)
+            self._encoder = self._make_encoder()
         return self._encoder
+
+    def _make_encoder(self) -> TextEncoder:
+        """ONNX Runtime where the model allows it (same vectors, far less start-up), else torch."""
+        from retriever.encoder import SentenceEncoder
+
+        s = self.settings
+        if s.encoder_backend in {"auto", "onnx"}:
+            from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx
+
+            encoder = OnnxEncoder(
+                model=s.retriever_model,
+                cache_dir=s.model_cache,
+                batch_size=s.retriever_batch_size,
+                max_seq_length=s.retriever_max_seq_len,
+                threads=s.torch_threads,
+            )
+            try:
+                encoder.warm_up()
+                return encoder
+            except (UnsupportedForOnnx, ImportError) as exc:
+                if s.encoder_backend == "onnx":
+                    raise
+                logger.info("retriever on torch: %s", exc)
+            except Exception as exc:  # a model the exporter cannot handle: torch still can
+                if s.encoder_backend == "onnx":
+                    raise
+                logger.warning("ONNX export of %s failed (%s); using torch", s.retriever_model, exc)
+        self._configure_torch()
+        return SentenceEncoder.from_settings(s)
 
     @property
     def reader(self) -> ExtractiveReader:

@@ -41,6 +41,8 @@ class Settings:
     document_lock_timeout_s: float = 600.0
 
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
+    encoder_backend: str = "auto"
+    model_cache_dir: Path | None = None
     retriever_batch_size: int = 64
     retriever_max_seq_len: int = 256
     chunk_tokens: int = 200
@@ -67,6 +69,11 @@ class Settings:
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'catalog.sqlite3').resolve()}"
+
+    @property
+    def model_cache(self) -> Path:
+        """Where derived model files (ONNX exports) are kept: ``model_cache_dir`` or ``data_dir/models``."""
+        return self.model_cache_dir or self.data_dir / "models"
 
     @property
     def qdrant_path(self) -> Path:

@@ -126,14 +126,21 @@ def tiny_qa_roberta_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ONNX export cache for the whole session (exports are deterministic per model folder)."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
 @pytest.fixture
-def settings(tmp_path: Path, tiny_bert_dir: Path, tiny_qa_bert_dir: Path):  # type: ignore[no-untyped-def]
+def settings(tmp_path: Path, tiny_bert_dir: Path, tiny_qa_bert_dir: Path, model_cache: Path):  # type: ignore[no-untyped-def]
     """Settings for a fresh data directory with the tiny models and small chunks."""
     from spanqa.settings import Settings
 
     return Settings.load(
         environ={},
         data_dir=tmp_path / "data",
+        model_cache_dir=model_cache,
         retriever_model=str(tiny_bert_dir),
         reader_model=str(tiny_qa_bert_dir),
         chunk_tokens=48,

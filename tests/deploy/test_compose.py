@@ -37,7 +37,7 @@ def test_every_spanqa_variable_is_a_real_setting(compose: dict[str, Any]) -> Non
     names = set(setting_names())
     seen = 0
     for service in compose["services"].values():
-        for key in (service.get("environment") or {}):
+        for key in service.get("environment") or {}:
             if key.startswith("SPANQA_"):
                 seen += 1
                 assert key[len("SPANQA_") :].lower() in names, key
@@ -61,5 +61,7 @@ def test_workers_wait_for_healthy_services(compose: dict[str, Any]) -> None:
 
 
 def test_dockerfile_installs_cpu_torch_first() -> None:
-    lines = [line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("RUN pip install")]
+    lines = [
+        line for line in (ROOT / "Dockerfile").read_text().splitlines() if line.startswith("RUN pip install")
+    ]
     assert "torch==2.13.0" in lines[0] and "cpu" in lines[0]

@@ -25,6 +25,7 @@ def cli(settings: Settings, tmp_path: Path) -> tuple[CliRunner, dict[str, str], 
         "SPANQA_READER_MODEL": settings.reader_model,
         "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
         "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
         "SPANQA_CONFIG": "",
     }
     docs = tmp_path / "docs"

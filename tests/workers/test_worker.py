@@ -49,6 +49,7 @@ def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
         "SPANQA_READER_MODEL": settings.reader_model,
         "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
         "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
         "SPANQA_BROKER_VISIBILITY_TIMEOUT_S": "4",
         "SPANQA_DOCUMENT_LOCK_TIMEOUT_S": "3",
         "SPANQA_CONFIG": "",

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retriever.encoder import SentenceEncoder
+from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, uses_mean_pooling
+from spanqa.runtime import Runtime
+from spanqa.settings import Settings
+
+TEXTS = [
+    "Which NFL team won Super Bowl 50?",
+    "The Denver Broncos defeated the Carolina Panthers 24 to 10 at Levi's Stadium in Santa Clara.",
+    "Café naïve Zürich 東京 🙂",
+    "",
+    "word " * 400,  # longer than max_seq_length: cut, as sentence-transformers cuts it
+]
+
+
+def test_same_vectors_as_sentence_transformers(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    onnx = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, max_seq_length=64, batch_size=2)
+    torch_encoder = SentenceEncoder(model=str(tiny_bert_dir), max_seq_length=64)
+    a, b = onnx.encode(TEXTS), torch_encoder.encode(TEXTS)
+    assert a.shape == b.shape == (len(TEXTS), torch_encoder.dimension)
+    assert np.abs(a - b).max() < 1e-4
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert onnx.encode([]).shape == (0, onnx.dimension)
+
+
+def test_export_is_cached_and_refreshed_when_the_model_changes(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert_dir, model)
+    cache = tmp_path / "cache"
+    OnnxEncoder(model=str(model), cache_dir=cache).warm_up()
+    first = sorted(cache.glob("*.onnx"))
+    OnnxEncoder(model=str(model), cache_dir=cache).warm_up()
+    assert sorted(cache.glob("*.onnx")) == first and len(first) == 1
+    config = json.loads((model / "config.json").read_text())
+    config["layer_norm_eps"] = 1e-6
+    (model / "config.json").write_text(json.dumps(config))
+    OnnxEncoder(model=str(model), cache_dir=cache).warm_up()
+    assert len(list(cache.glob("*.onnx"))) == 2
+
+
+def test_models_onnx_cannot_serve_are_refused(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    with pytest.raises(UnsupportedForOnnx):
+        OnnxEncoder(model="some-org/not-downloaded", cache_dir=tmp_path).warm_up()
+    model = tmp_path / "cls-pooled"
+    shutil.copytree(tiny_bert_dir, model)
+    (model / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            ]
+        )
+    )
+    (model / "1_Pooling").mkdir()
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
+    assert not uses_mean_pooling(model)
+    with pytest.raises(UnsupportedForOnnx):
+        OnnxEncoder(model=str(model), cache_dir=tmp_path).warm_up()
+
+
+def test_runtime_picks_onnx_and_falls_back_to_torch(settings: Settings, tmp_path: Path) -> None:
+    with Runtime(settings) as runtime:
+        assert isinstance(runtime.encoder, OnnxEncoder)
+    with Runtime(settings.replace(encoder_backend="torch")) as runtime:
+        assert isinstance(runtime.encoder, SentenceEncoder)
+    model = tmp_path / "cls-pooled"
+    shutil.copytree(settings.retriever_model, model)
+    (model / "modules.json").write_text(
+        json.dumps([{"type": "sentence_transformers.models.Dense", "path": "x"}])
+    )
+    with Runtime(settings.replace(retriever_model=str(model))) as runtime:
+        assert isinstance(runtime.encoder, SentenceEncoder)
