@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import chunk_text
@@ -289,24 +290,10 @@ class IngestJob:
         row = 0
         for prepared in batch:
             doc = prepared.document
-            points = []
-            for chunk in prepared.chunks:
-                points.append(
-                    IndexPoint(
-                        id=chunk.id,
-                        vector=vectors[row],
-                        payload={
-                            "document_id": doc.id,
-                            "chunk_id": chunk.id,
-                            "path": doc.path,
-                            "ordinal": chunk.ordinal,
-                            "char_start": chunk.char_start,
-                            "char_end": chunk.char_end,
-                            "page": chunk.page,
-                        },
-                    )
-                )
-                row += 1
+            points = [
+                make_point(chunk, doc.path, vectors[row + i]) for i, chunk in enumerate(prepared.chunks)
+            ]
+            row += len(prepared.chunks)
             # New points first, then the catalog, then the stale points: a crash in between leaves either the
             # old version answerable or orphan points that the next run's remove_orphans() drops.
             self.index.upsert(collection, points)
@@ -355,6 +342,25 @@ class IngestJob:
             self.index.delete_points(active.collection, sorted(orphans))
         return len(orphans)
 
+    def restore_missing(self) -> int:
+        """Embed again the chunks the catalog holds but the active collection lacks; returns how many."""
+        active = self.catalog.active_index()
+        if active is None:
+            return 0
+        collection = self.active_collection()
+        missing = sorted(self.catalog.chunk_ids() - self.index.point_ids(collection))
+        for offset in range(0, len(missing), self.encode_group):
+            chunks = list(self.catalog.get_chunks(missing[offset : offset + self.encode_group]).values())
+            paths = {d.id: d.path for d in self.catalog.documents_by_id({c.document_id for c in chunks})}
+            vectors = self.encoder.encode([c.text for c in chunks])
+            points = [
+                make_point(c, paths.get(c.document_id, ""), v) for c, v in zip(chunks, vectors, strict=True)
+            ]
+            self.index.upsert(collection, points)
+        if missing:
+            logger.warning("restored %d missing points in %s", len(missing), collection)
+        return len(missing)
+
     def prune(self, paths: Sequence[str | Path]) -> list[FileOutcome]:
         """Mark deleted the documents under the given folders whose files no longer exist."""
         outcomes = []
@@ -378,6 +384,23 @@ class IngestJob:
         if collection is not None and self.index.has_collection(collection):
             self.index.delete_document(collection, document_id)
         self.catalog.mark_deleted(document_id)
+
+
+def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:
+    """The Qdrant point of a chunk: its vector and where it lives."""
+    return IndexPoint(
+        id=chunk.id,
+        vector=vector,
+        payload={
+            "document_id": chunk.document_id,
+            "chunk_id": chunk.id,
+            "path": path,
+            "ordinal": chunk.ordinal,
+            "char_start": chunk.char_start,
+            "char_end": chunk.char_end,
+            "page": chunk.page,
+        },
+    )
 
 
 def check_model(indexed_with: str, configured: str) -> None:

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ingest.catalog import Catalog
+from ingest.job import make_point
 from retriever.encoder import TextEncoder
-from retriever.index import IndexPoint, VectorIndex, collection_name
+from retriever.index import VectorIndex, collection_name
 from spanqa.types import IndexVersion
 
 logger = logging.getLogger(__name__)
@@ -64,25 +65,10 @@ def reindex(
     for chunks in catalog.iter_chunks(batch_size):
         paths = {d.id: d.path for d in catalog.documents_by_id({c.document_id for c in chunks})}
         vectors = encoder.encode([c.text for c in chunks])
-        index.upsert(
-            name,
-            [
-                IndexPoint(
-                    id=c.id,
-                    vector=vector,
-                    payload={
-                        "document_id": c.document_id,
-                        "chunk_id": c.id,
-                        "path": paths.get(c.document_id, ""),
-                        "ordinal": c.ordinal,
-                        "char_start": c.char_start,
-                        "char_end": c.char_end,
-                        "page": c.page,
-                    },
-                )
-                for c, vector in zip(chunks, vectors, strict=True)
-            ],
-        )
+        points = [
+            make_point(c, paths.get(c.document_id, ""), v) for c, v in zip(chunks, vectors, strict=True)
+        ]
+        index.upsert(name, points)
         done += len(chunks)
         if on_progress is not None:
             on_progress(done, total)

@@ -812,6 +812,26 @@ def reindex(ctx: click.Context, retriever_model: str | None, background: bool, a
             click.echo(f"now set SPANQA_RETRIEVER_MODEL={retriever_model} so questions use the same model")
 
 
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@friendly_errors
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Put the vector index back in step with the catalog (after a crash or an interrupted rebuild)."""
+    from spanqa.runtime import Runtime
+
+    with Runtime(settings_from(ctx)) as runtime:
+        job = runtime.ingest_job()
+        removed = job.remove_orphans()
+        restored = job.restore_missing()
+    if as_json:
+        print_json({"orphans_removed": removed, "missing_restored": restored})
+    elif removed or restored:
+        click.echo(f"removed {removed} orphan points, restored {restored} missing points")
+    else:
+        click.echo("index and catalog agree")
+
+
 # status and docs -----------------------------------------------------------------------------------------
 
 

@@ -276,6 +276,18 @@ def test_orphan_points_are_removed_at_the_next_run(env: Env) -> None:
     env.assert_consistent()
 
 
+def test_missing_points_are_restored(env: Env) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"], "b.md": TEXTS["warsaw.md"]})
+    env.job.run([env.docs])
+    lost = sorted(env.catalog.chunk_ids())[:3]
+    env.index.delete_points(env.collection, lost)
+    calls = env.encoder.texts
+    assert env.job.restore_missing() == 3
+    assert env.encoder.texts == calls + 3  # only the lost chunks are embedded again
+    env.assert_consistent()
+    assert env.job.restore_missing() == 0
+
+
 def test_a_different_retriever_model_is_refused(env: Env, settings: Settings, tmp_path: Path) -> None:
     write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
     env.job.run([env.docs])
