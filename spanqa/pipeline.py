@@ -147,6 +147,7 @@ def ask(
     passages: int | None = None,
     answers: int | None = None,
     path_glob: str | None = None,
+    found: SearchResult | None = None,
 ) -> AskResult:
     """Answer ``question`` with exact spans of the indexed documents.
 
@@ -156,6 +157,7 @@ def ask(
         passages: how many passages the reader reads (default: the ``passages`` setting).
         answers: how many answers to return at most (default: the ``answers`` setting).
         path_glob: only documents whose path matches this glob.
+        found: passages already retrieved for ``question`` (evaluation retrieves more than it reads).
 
     Returns:
         Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1; none when the reader
@@ -165,7 +167,10 @@ def ask(
     n_passages = passages or settings.passages
     n_answers = answers or settings.answers
     started = time.perf_counter()
-    found = search(runtime, question, top_k=n_passages, path_glob=path_glob)
+    if found is None:
+        found = search(runtime, question, top_k=n_passages, path_glob=path_glob)
+    else:
+        found = SearchResult(found.passages[:n_passages], found.timings)
     timings = {
         "encode": found.timings["encode"],
         "search": found.timings["search"] + found.timings["hydrate"],

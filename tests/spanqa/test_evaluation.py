@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from spanqa.cli import main
+from spanqa.evaluation import contains_answer, recall_at
+from spanqa.settings import Settings
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "squad-tiny-open.json"
+
+
+def test_contains_answer_uses_squad_normalization_on_word_boundaries() -> None:
+    assert contains_answer("The Denver Broncos won.", ["denver broncos"])
+    assert contains_answer("won by the Broncos!", ["The Broncos"])
+    assert not contains_answer("Broncosville", ["Broncos"])
+    assert not contains_answer("anything", [])
+
+
+def test_recall_at_k_by_hand() -> None:
+    hits = [False, False, True] + [False] * 17
+    assert recall_at(hits) == {1: False, 5: True, 10: True, 20: True}
+    assert recall_at([False] * 20) == {1: False, 5: False, 10: False, 20: False}
+    assert recall_at([True]) == {1: True, 5: True, 10: True, 20: True}
+
+
+def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, tmp_path: Path) -> None:
+    env = {
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": "48",
+        "SPANQA_CHUNK_OVERLAP": "12",
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
+        "SPANQA_CONFIG": "",
+    }
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(
+        main, ["eval", "squad", str(FIXTURE), "--out", str(out), "--passages", "3", "--json"], env=env
+    )
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    assert metrics == json.loads((out / "report.json").read_text())
+    assert metrics["questions"] == 5 and metrics["articles"] == 2 and metrics["chunks"] > 0
+    recalls = [metrics["recall"][f"@{k}"] for k in (1, 5, 10, 20)]
+    assert recalls == sorted(recalls) and all(0 <= r <= 100 for r in recalls)
+    for block in ("reader_only", "end_to_end"):
+        assert 0 <= metrics[block]["exact_match"] <= metrics[block]["f1"] <= 100
+    assert set(metrics["latency"]) == {"encode", "search", "read", "total"}
+    assert 0 <= metrics["abstention_rate"] <= 100 and metrics["ingest"]["failed"] == 0
+    lines = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert len(lines) == 5
+    for record in lines:
+        assert set(record) >= {"id", "question", "gold", "prediction", "abstained", "first_hit_rank"}
+        assert record["abstained"] == (record["prediction"] == "")
+    # The same --out twice would mix two indexes: refused in one line.
+    again = CliRunner().invoke(main, ["eval", "squad", str(FIXTURE), "--out", str(out)], env=env)
+    assert again.exit_code == 2 and "not empty" in again.output
