@@ -16,7 +16,7 @@ from ingest.chunker import chunk_text
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file
 from ingest.walk import FoundFile, walk
 from retriever.encoder import TextEncoder
-from retriever.index import IndexPoint, VectorIndex, collection_name
+from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
 from spanqa.types import Chunk, Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -325,6 +325,7 @@ class IngestJob:
             active = self.catalog.create_index_version(
                 model_name=self.encoder.model_name, dimension=dimension, collection=name, active=True
             )
+            self.index.set_alias(ACTIVE_ALIAS, name)
         else:
             check_model(active.model_name, self.encoder.model_name)
             self.index.ensure_collection(active.collection, active.dimension)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ingest.catalog import Catalog
 from ingest.job import make_point
 from retriever.encoder import TextEncoder
-from retriever.index import VectorIndex, collection_name
+from retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.types import IndexVersion
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,8 @@ def reindex(
     """Rebuild the vectors of every chunk with ``encoder`` into a new collection, then make it active.
 
     No file is parsed again: the chunk texts come from the catalog. Questions keep being answered from the
-    active collection until the switch, which is one catalog transaction; the collection it replaces is kept
+    active collection until the switch, which is one catalog transaction (then the ``spanqa_active`` alias
+    moves in one alias update); the collection it replaces is kept
     (retired) until the next re-index, so a search that started before the switch still finds it.
 
     Args:
@@ -73,6 +74,7 @@ def reindex(
         if on_progress is not None:
             on_progress(done, total)
     catalog.activate_index_version(building.id)
+    index.set_alias(ACTIVE_ALIAS, name)  # for anything reading the Qdrant server directly
     # Older retired collections are dropped now; the one just replaced stays for searches in flight.
     for old in catalog.index_versions():
         if old.status.value == "retired" and (previous is None or old.id != previous.id):

@@ -120,7 +120,16 @@ class VectorIndex(Protocol):
 
     def point_ids(self, name: str, *, document_id: str | None = None) -> set[str]: ...
 
+    def set_alias(self, alias: str, collection: str) -> None: ...
+
+    def alias_target(self, alias: str) -> str | None: ...
+
     def close(self) -> None: ...
+
+
+ACTIVE_ALIAS = "spanqa_active"
+"""Points at the collection questions are answered from (the catalog's active index version)."""
+EDGE_ALIASES_FILE = "aliases.json"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -457,6 +466,34 @@ class EdgeVectorIndex:
             for entry in self.path.iterdir()
             if entry.is_dir() and (entry / EDGE_CONFIG_FILE).is_file()
         )
+
+    def set_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection`` (kept in a small JSON file, replaced atomically).
+
+        Args:
+            alias: Alias name.
+            collection: An existing collection.
+        """
+        self._check_open()
+        if not self.has_collection(collection):
+            raise VectorIndexError(f"collection '{collection}' does not exist in {self.path}")
+        aliases = self._read_aliases()
+        aliases[alias] = collection
+        partial = self.path / (EDGE_ALIASES_FILE + ".partial")
+        partial.write_text(json.dumps(aliases, indent=1, sort_keys=True), encoding="utf-8")
+        partial.replace(self.path / EDGE_ALIASES_FILE)
+
+    def alias_target(self, alias: str) -> str | None:
+        """The collection ``alias`` points at, or None."""
+        self._check_open()
+        return self._read_aliases().get(alias)
+
+    def _read_aliases(self) -> dict[str, str]:
+        path = self.path / EDGE_ALIASES_FILE
+        if not path.is_file():
+            return {}
+        data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+        return data
 
     def drop_collection(self, name: str) -> None:
         """Delete collection ``name`` and its files; no error if it does not exist.
@@ -877,6 +914,34 @@ class ServerVectorIndex:
         """
         response = self._call("list collections on", None, self._client.get_collections)
         return sorted(collection.name for collection in response.collections)
+
+    def set_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection`` in one atomic alias update on the server.
+
+        Args:
+            alias: Alias name.
+            collection: An existing collection.
+        """
+        from qdrant_client import models
+
+        operations: list[Any] = []
+        if self.alias_target(alias) is not None:
+            operations.append(models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=alias)))
+        operations.append(
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=collection, alias_name=alias)
+            )
+        )
+        self._call(
+            "alias",
+            collection,
+            lambda: self._client.update_collection_aliases(change_aliases_operations=operations),
+        )
+
+    def alias_target(self, alias: str) -> str | None:
+        """The collection ``alias`` points at, or None."""
+        response = self._call("list aliases on", None, self._client.get_aliases)
+        return next((a.collection_name for a in response.aliases if a.alias_name == alias), None)
 
     def drop_collection(self, name: str) -> None:
         """Delete collection ``name``; no error if it does not exist.

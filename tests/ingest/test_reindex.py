@@ -50,6 +50,7 @@ def test_reindex_switches_atomically_while_questions_keep_being_answered(
         assert after is not None and after.collection == reports[-1].current.collection != before.collection
         assert [v.status.value for v in runtime.catalog.index_versions()] == ["retired", "retired", "active"]
         assert runtime.index.point_ids(after.collection) == runtime.catalog.chunk_ids()
+        assert runtime.index.alias_target("spanqa_active") == after.collection
         # The first collection is dropped at the second rebuild; the one just replaced stays for searches.
         assert not runtime.index.has_collection(before.collection)
         assert runtime.index.has_collection(reports[-1].previous.collection)  # type: ignore[union-attr]

@@ -479,3 +479,15 @@ def test_edge_optimize_keeps_results(tmp_path: Path, rng: np.random.Generator) -
         index.optimize("c")
         assert index.count("c") == 49
         assert index.search("c", points[7].vector, limit=1)[0].id == points[7].id
+
+
+def test_alias_points_at_one_collection_and_moves(index: VectorIndex) -> None:
+    index.ensure_collection("alias_a", 4)
+    index.ensure_collection("alias_b", 4)
+    assert index.alias_target("current") is None
+    index.set_alias("current", "alias_a")
+    assert index.alias_target("current") == "alias_a"
+    index.set_alias("current", "alias_b")
+    assert index.alias_target("current") == "alias_b"
+    with pytest.raises(VectorIndexError):
+        index.set_alias("current", "missing_collection")
