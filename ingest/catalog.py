@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -21,11 +24,15 @@ from sqlalchemy import (
     delete,
     event,
     func,
+    insert,
     select,
+    text,
     update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
@@ -74,6 +81,8 @@ class DocumentRow(Base):
 
 class ChunkRow(Base):
     __tablename__ = "chunks"
+    # A document cannot hold two chunks at one position (revision 0002).
+    __table_args__ = (Index("uq_chunks_document_ordinal", "document_id", "ordinal", unique=True),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     document_id: Mapped[str] = mapped_column(
@@ -86,8 +95,21 @@ class ChunkRow(Base):
     text: Mapped[str] = mapped_column(Text)
 
 
+ONE_ACTIVE = "status = 'active'"
+
+
 class IndexVersionRow(Base):
     __tablename__ = "index_versions"
+    # At most one active version (revision 0002): a partial unique index on PostgreSQL and SQLite.
+    __table_args__ = (
+        Index(
+            "uq_index_versions_one_active",
+            "status",
+            unique=True,
+            postgresql_where=text(ONE_ACTIVE),
+            sqlite_where=text(ONE_ACTIVE),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     model_name: Mapped[str] = mapped_column(String(512))
@@ -123,9 +145,10 @@ class WatchedFolderRow(Base):
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    # WAL lets readers and one writer work at once; the busy timeout waits out a writer instead of failing.
-    cursor.execute("PRAGMA journal_mode=WAL")
+    # The busy timeout waits out a writer instead of failing (set first: switching to WAL takes a lock);
+    # WAL lets readers and one writer work at once.
     cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
@@ -174,25 +197,58 @@ def _to_index_version(row: IndexVersionRow) -> IndexVersion:
     )
 
 
+def make_engine(url: str) -> Engine:
+    """An engine for the catalog at ``url``; a SQLite file gets its folder, WAL and a busy timeout.
+
+    A bare ``postgresql://`` (or ``postgres://``) URL uses psycopg 3, the driver spanqa installs.
+    """
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            url = "postgresql+psycopg://" + url[len(bare) :]
+    is_sqlite = url.startswith("sqlite")
+    if is_sqlite:
+        database = make_url(url).database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, pool_pre_ping=not is_sqlite)
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def lock_key(name: str) -> int:
+    """A PostgreSQL advisory lock key for ``name`` (the same in every process)."""
+    return zlib.crc32(f"spanqa:{name}".encode())
+
+
 class Catalog:
     """Documents, chunks, index versions and jobs in one SQL database.
 
+    The schema is migrated to the newest revision on first use (see :mod:`ingest.migrations`).
+
     Args:
         url: a SQLAlchemy URL (``sqlite:///path`` or ``postgresql+psycopg://...``).
+
+    Raises:
+        CatalogError: the database cannot be opened or migrated, or its schema is newer than this code
+            (``SchemaTooNewError``).
     """
 
     def __init__(self, url: str) -> None:
+        # Imported here: the migrations import this module (CatalogError, make_engine).
+        from ingest.migrations import upgrade
+
         self.url = url
-        is_sqlite = url.startswith("sqlite")
-        if is_sqlite and ":memory:" not in url:
-            Path(url.split("///", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.engine: Engine = create_engine(url, future=True, pool_pre_ping=not is_sqlite)
-            if is_sqlite:
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            Base.metadata.create_all(self.engine)
-        except SQLAlchemyError as exc:
+            self.engine: Engine = make_engine(url)
+        except (SQLAlchemyError, OSError, ImportError) as exc:
             raise CatalogError(f"cannot open the catalog at {self.safe_url}: {_short(exc)}") from exc
+        self._is_sqlite = self.engine.dialect.name == "sqlite"
+        try:
+            upgrade(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -203,12 +259,72 @@ class Catalog:
     @staticmethod
     def mask(url: str) -> str:
         """``url`` with any password masked, safe to print."""
-        from sqlalchemy.engine import make_url
-
         return make_url(url).render_as_string(hide_password=True)
 
     def session(self) -> Session:
         return self._sessions()
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        """A session in one write transaction, committed at the end.
+
+        On SQLite the write lock is taken up front (``BEGIN IMMEDIATE``): a transaction that reads before it
+        writes would otherwise fail at once with "database is locked" when another connection wrote in
+        between; waiting for the lock honours the busy timeout instead.
+        """
+        with self.session() as s, s.begin():
+            if self._is_sqlite:
+                s.connection().exec_driver_sql("BEGIN IMMEDIATE")
+            yield s
+
+    @staticmethod
+    def _insert_missing(s: Session, entity: type[Base], values: dict[str, Any]) -> None:
+        """Insert a row unless one with the same key exists, without failing when another transaction
+        inserts it at the same time (it waits for that one to finish)."""
+        dialect = s.get_bind().dialect.name
+        if dialect == "postgresql":
+            s.execute(postgresql_insert(entity).values(**values).on_conflict_do_nothing())
+        elif dialect == "sqlite":
+            s.execute(sqlite_insert(entity).values(**values).on_conflict_do_nothing())
+        else:
+            try:
+                with s.begin_nested():
+                    s.execute(insert(entity).values(**values))
+            except IntegrityError:
+                pass
+
+    @staticmethod
+    def _serialize(s: Session, name: str) -> None:
+        """Make transactions that touch ``name`` run one at a time (until commit). SQLite write transactions
+        already do; PostgreSQL takes a transaction-level advisory lock."""
+        if s.get_bind().dialect.name == "postgresql":
+            s.execute(select(func.pg_advisory_xact_lock(lock_key(name))))
+
+    def _claim_document(
+        self, s: Session, document_id: str, *, path: str, relative_path: str, status: DocumentStatus
+    ) -> DocumentRow:
+        """The document's row, inserted if missing and locked until the transaction ends.
+
+        Two workers writing the same document (a file saved twice, two tasks for one path) then take turns
+        instead of one failing on the primary key or interleaving chunk deletes and inserts.
+        """
+        now = _now()
+        self._insert_missing(
+            s,
+            DocumentRow,
+            {
+                "id": document_id,
+                "path": path,
+                "relative_path": relative_path,
+                "status": status.value,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+        row = s.get(DocumentRow, document_id, with_for_update=True, populate_existing=True)
+        if row is None:
+            raise CatalogError(f"cannot store {path}: the catalog holds this path under another document id")
+        return row
 
     def close(self) -> None:
         self.engine.dispose()
@@ -269,13 +385,16 @@ class Catalog:
             return [_to_document(r, with_text=False) for r in rows]
 
     def save_indexed(self, document: Document, chunks: Sequence[Chunk]) -> None:
-        """Store a document and replace its chunks in one transaction."""
+        """Store a document and replace its chunks in one transaction (workers racing on it take turns)."""
         now = _now()
-        with self.session() as s, s.begin():
-            row = s.get(DocumentRow, document.id)
-            if row is None:
-                row = DocumentRow(id=document.id, created_at=now)
-                s.add(row)
+        with self._writing() as s:
+            row = self._claim_document(
+                s,
+                document.id,
+                path=document.path,
+                relative_path=document.relative_path,
+                status=DocumentStatus.INDEXED,
+            )
             row.path = document.path
             row.relative_path = document.relative_path
             row.sha256 = document.sha256
@@ -313,15 +432,14 @@ class Catalog:
         """
         document_id = document_id_for(path)
         now = _now()
-        with self.session() as s, s.begin():
-            row = s.get(DocumentRow, document_id)
-            if row is not None and row.status == DocumentStatus.INDEXED.value:
+        with self._writing() as s:
+            row = self._claim_document(
+                s, document_id, path=path, relative_path=relative_path, status=DocumentStatus.FAILED
+            )
+            if row.status == DocumentStatus.INDEXED.value:
                 row.error = f"last update failed: {error}"
                 row.updated_at = now
                 return True
-            if row is None:
-                row = DocumentRow(id=document_id, path=path, created_at=now)
-                s.add(row)
             row.relative_path = relative_path
             row.status = DocumentStatus.FAILED.value
             row.error = error
@@ -336,8 +454,9 @@ class Catalog:
 
     def mark_deleted(self, document_id: str) -> None:
         """Mark a document deleted and drop its chunks (its points must be dropped by the caller)."""
-        with self.session() as s, s.begin():
-            s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id))
+        with self._writing() as s:
+            # The document row first (it locks it), then its chunks: the order save_indexed uses, so the two
+            # cannot deadlock.
             s.execute(
                 update(DocumentRow)
                 .where(DocumentRow.id == document_id)
@@ -345,6 +464,7 @@ class Catalog:
                     status=DocumentStatus.DELETED.value, text="", num_chunks=0, sha256="", updated_at=_now()
                 )
             )
+            s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id))
 
     def page_starts(self, document_ids: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
         """Per document, its (page number, char offset) list; documents without pages are left out."""
@@ -419,35 +539,58 @@ class Catalog:
     def create_index_version(
         self, *, model_name: str, dimension: int, collection: str, active: bool
     ) -> IndexVersion:
-        with self.session() as s, s.begin():
-            row = IndexVersionRow(
-                model_name=model_name,
-                dimension=dimension,
-                collection=collection,
-                status=(IndexStatus.ACTIVE if active else IndexStatus.BUILDING).value,
-            )
-            s.add(row)
+        """Record a vector collection; ``active`` makes it the one questions are answered from (any other
+        active version is retired).
+
+        Two workers creating the first collection at once both name it after the model: the second gets the
+        version the first created (made active if ``active``) instead of a unique-constraint error.
+        """
+        with self._writing() as s:
+            self._serialize(s, "index_versions")
+            row = s.scalars(select(IndexVersionRow).where(IndexVersionRow.collection == collection)).first()
+            if row is not None and (row.model_name != model_name or row.dimension != dimension):
+                raise CatalogError(
+                    f"collection {collection} is already recorded for {row.model_name} ({row.dimension} dims)"
+                )
+            if row is None:
+                if active:
+                    self._retire_active(s)
+                row = IndexVersionRow(
+                    model_name=model_name,
+                    dimension=dimension,
+                    collection=collection,
+                    status=(IndexStatus.ACTIVE if active else IndexStatus.BUILDING).value,
+                )
+                s.add(row)
+            elif active and row.status != IndexStatus.ACTIVE.value:
+                self._retire_active(s)
+                row.status = IndexStatus.ACTIVE.value
             s.flush()
             return _to_index_version(row)
 
     def activate_index_version(self, version_id: int) -> None:
-        """Make one version active and retire the others, in one transaction."""
-        with self.session() as s, s.begin():
-            s.execute(
-                update(IndexVersionRow)
-                .where(IndexVersionRow.status == IndexStatus.ACTIVE.value)
-                .values(status=IndexStatus.RETIRED.value)
-            )
+        """Make one version active and retire the others, in one transaction (one activation at a time)."""
+        with self._writing() as s:
+            self._serialize(s, "index_versions")
+            self._retire_active(s)
             s.execute(
                 update(IndexVersionRow)
                 .where(IndexVersionRow.id == version_id)
                 .values(status=IndexStatus.ACTIVE.value)
             )
 
+    @staticmethod
+    def _retire_active(s: Session) -> None:
+        s.execute(
+            update(IndexVersionRow)
+            .where(IndexVersionRow.status == IndexStatus.ACTIVE.value)
+            .values(status=IndexStatus.RETIRED.value)
+        )
+
     # Jobs ---------------------------------------------------------------------------------------------
 
     def create_job(self, kind: str, arguments: dict[str, Any], job_id: str | None = None) -> Job:
-        with self.session() as s, s.begin():
+        with self._writing() as s:
             row = JobRow(id=job_id or uuid.uuid4().hex, kind=kind, arguments=arguments, state="pending")
             s.add(row)
             s.flush()
@@ -455,12 +598,16 @@ class Catalog:
 
     def update_job(self, job_id: str, **values: Any) -> None:
         values["updated_at"] = _now()
-        with self.session() as s, s.begin():
+        with self._writing() as s:
             s.execute(update(JobRow).where(JobRow.id == job_id).values(**values))
 
     def advance_job(self, job_id: str, *, done: int = 0, failed: int = 0) -> Job | None:
-        """Add to a job's counters atomically (many workers report on one job); finish it when all are in."""
-        with self.session() as s, s.begin():
+        """Add to a job's counters atomically (many workers report on one job); finish it when all are in.
+
+        The UPDATE locks the row until commit, so concurrent reports take turns and exactly one of them sees
+        the last file in and finishes the job.
+        """
+        with self._writing() as s:
             s.execute(
                 update(JobRow)
                 .where(JobRow.id == job_id)
@@ -486,16 +633,15 @@ class Catalog:
     # Watched folders ----------------------------------------------------------------------------------
 
     def watch_folder(self, path: str, *, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
-        with self.session() as s, s.begin():
-            row = s.get(WatchedFolderRow, path)
-            if row is None:
-                row = WatchedFolderRow(path=path)
-                s.add(row)
+        with self._writing() as s:
+            self._insert_missing(s, WatchedFolderRow, {"path": path, "created_at": _now()})
+            row = s.get(WatchedFolderRow, path, with_for_update=True, populate_existing=True)
+            assert row is not None
             row.include = list(include)
             row.exclude = list(exclude)
 
     def unwatch_folder(self, path: str) -> bool:
-        with self.session() as s, s.begin():
+        with self._writing() as s:
             row = s.get(WatchedFolderRow, path)
             if row is None:
                 return False

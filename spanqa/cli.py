@@ -931,6 +931,36 @@ def eval_squad(
     click.echo(f"report: {metrics_file}\nper question: {questions_file}")
 
 
+@main.group("db")
+def db_group() -> None:
+    """The catalog database's schema."""
+
+
+@db_group.command("upgrade")
+@click.option("--json", "as_json", is_flag=True, help="Print the revisions as JSON.")
+@click.pass_context
+@friendly_errors
+def db_upgrade(ctx: click.Context, as_json: bool) -> None:
+    """Bring the catalog's schema to this version's (it also happens on first use)."""
+    from ingest.catalog import Catalog, make_engine
+    from ingest.migrations import current_revision, head_revision, upgrade
+
+    url = settings_from(ctx).catalog_url
+    engine = make_engine(url)
+    try:
+        before = current_revision(engine)
+        upgrade(engine)
+        after = current_revision(engine)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json({"catalog": Catalog.mask(url), "from": before, "to": after, "head": head_revision()})
+    elif before == after:
+        click.echo(f"catalog {Catalog.mask(url)} is up to date (revision {after})")
+    else:
+        click.echo(f"catalog {Catalog.mask(url)} upgraded from {before or 'empty'} to {after}")
+
+
 # status and docs -----------------------------------------------------------------------------------------
 
 

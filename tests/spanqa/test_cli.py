@@ -140,3 +140,17 @@ def test_bad_setting_is_a_one_line_error(cli: tuple[CliRunner, dict[str, str], P
     runner, env, _ = cli
     result = runner.invoke(main, ["status"], env=dict(env, SPANQA_PASSAGES="lots"))
     assert result.exit_code == 2 and result.output.startswith("error: setting passages")
+
+
+def test_db_upgrade_and_doctor(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    result = invoke(cli, "db", "upgrade", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["from"] is None and data["to"] == data["head"]
+    assert "up to date" in invoke(cli, "db", "upgrade").output
+    invoke(cli, "ingest", str(cli[2]))
+    result = invoke(cli, "doctor", "--json")
+    assert result.exit_code == 0 and json.loads(result.output) == {
+        "orphans_removed": 0,
+        "missing_restored": 0,
+    }
