@@ -1,0 +1,32 @@
+"""The one test that uses the real models: the shipped reader answers from the sample folder, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reader.model import SHIPPED_MODELS_DIR
+from spanqa import pipeline
+from spanqa.runtime import Runtime
+from spanqa.settings import DEFAULT_READER_MODEL, Settings
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
+
+
+def test_shipped_reader_answers_a_known_question(tmp_path: Path, model_cache: Path) -> None:
+    shipped = SHIPPED_MODELS_DIR / DEFAULT_READER_MODEL
+    assert (shipped / "model.safetensors").is_file() and (shipped / "MODEL_CARD.md").is_file()
+    settings = Settings.load(environ={}, data_dir=tmp_path / "data", model_cache_dir=model_cache)
+    assert settings.reader_model == DEFAULT_READER_MODEL
+    with Runtime(settings) as runtime:
+        report = runtime.ingest_job().run([EXAMPLES])
+        assert report.summary()["new"] == 5 and report.exit_code == 0
+        result = pipeline.ask(runtime, "Which NFL team won Super Bowl 50?")
+        assert result.answers, "the shipped reader abstained on a question the samples answer"
+        best = result.answers[0]
+        assert "Denver Broncos" in best.text and Path(best.path).name == "super_bowl_50.txt"
+        document = runtime.catalog.get_document(best.document_id)
+        assert document is not None and document.text[best.char_start : best.char_end] == best.text
