@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,10 @@ _SLUG_INVALID_RE = re.compile(r"[^a-z0-9-]+")
 
 class VectorIndexError(RuntimeError):
     """The vector index cannot do what was asked; the message is one line, fit to show to the user."""
+
+
+class VectorIndexUnavailableError(VectorIndexError):
+    """The Qdrant server could not be reached or answered 5xx/429 even after retries: worth retrying later."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,9 @@ class VectorIndex(Protocol):
 
     def close(self) -> None: ...
 
+
+RETRY_ATTEMPTS = 4
+RETRY_BASE_DELAY_S = 0.5
 
 ACTIVE_ALIAS = "spanqa_active"
 """Points at the collection questions are answered from (the catalog's active index version)."""
@@ -775,30 +783,46 @@ class ServerVectorIndex:
         return self._local and isinstance(exc, ValueError) and "not found" in str(exc).lower()
 
     def _call(self, action: str, name: str | None, fn: Callable[[], T]) -> T:
-        """Run one client call, turning its exceptions into one-line VectorIndexErrors."""
-        try:
-            return fn()
-        except VectorIndexError:
-            raise
-        except Exception as exc:
-            if name is not None and self._is_not_found(exc):
-                self._dimensions.pop(name, None)
-                raise VectorIndexError(
-                    f"collection {name!r} does not exist on the Qdrant server at {self._display_url}"
-                ) from None
-            where = f"collection {name!r} on " if name is not None else ""
-            status = getattr(exc, "status_code", None)
-            if status is None and (isinstance(exc, OSError) or type(exc).__name__ in _CONNECTION_ERROR_NAMES):
-                raise VectorIndexError(
-                    f"cannot reach the Qdrant server at {self._display_url}: {_one_line(exc, 200)}"
-                ) from None
-            detail = f"HTTP {status}" if status is not None else type(exc).__name__
-            content = getattr(exc, "content", None)
-            text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(exc)
-            raise VectorIndexError(
-                f"Qdrant request failed ({action} {where}{self._display_url}, {detail}): "
-                f"{_one_line(text, 240)}"
-            ) from None
+        """Run one client call, retrying lost connections and 5xx/429 answers with backoff; errors become
+        one-line VectorIndexErrors (VectorIndexUnavailableError when the server could not be reached)."""
+        for attempt in range(RETRY_ATTEMPTS):
+            try:
+                return fn()
+            except VectorIndexError:
+                raise
+            except Exception as exc:
+                status = getattr(exc, "status_code", None)
+                unreachable = status is None and (
+                    isinstance(exc, OSError) or type(exc).__name__ in _CONNECTION_ERROR_NAMES
+                )
+                transient = unreachable or (isinstance(status, int) and (status >= 500 or status == 429))
+                if transient and attempt + 1 < RETRY_ATTEMPTS:
+                    time.sleep(RETRY_BASE_DELAY_S * 2**attempt)
+                    continue
+                raise self._error(action, name, exc, unreachable=unreachable, transient=transient) from None
+        raise AssertionError("unreachable")
+
+    def _error(
+        self, action: str, name: str | None, exc: BaseException, *, unreachable: bool, transient: bool
+    ) -> VectorIndexError:
+        if name is not None and self._is_not_found(exc):
+            self._dimensions.pop(name, None)
+            return VectorIndexError(
+                f"collection {name!r} does not exist on the Qdrant server at {self._display_url}"
+            )
+        if unreachable:
+            return VectorIndexUnavailableError(
+                f"cannot reach the Qdrant server at {self._display_url}: {_one_line(exc, 200)}"
+            )
+        where = f"collection {name!r} on " if name is not None else ""
+        status = getattr(exc, "status_code", None)
+        detail = f"HTTP {status}" if status is not None else type(exc).__name__
+        content = getattr(exc, "content", None)
+        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else str(exc)
+        kind = VectorIndexUnavailableError if transient else VectorIndexError
+        return kind(
+            f"Qdrant request failed ({action} {where}{self._display_url}, {detail}): {_one_line(text, 240)}"
+        )
 
     def _dimension(self, name: str) -> int:
         """The vector size of collection ``name`` (cached); raise VectorIndexError if it is missing."""

@@ -22,7 +22,16 @@ def transient_errors() -> tuple[type[BaseException], ...]:
     import redis.exceptions
     from sqlalchemy.exc import DBAPIError, OperationalError
 
-    return (OperationalError, DBAPIError, redis.exceptions.ConnectionError, ConnectionError, TimeoutError)
+    from retriever.index import VectorIndexUnavailableError
+
+    return (
+        OperationalError,
+        DBAPIError,
+        redis.exceptions.ConnectionError,
+        VectorIndexUnavailableError,
+        ConnectionError,
+        TimeoutError,
+    )
 
 
 def register_tasks(app: Celery) -> None:

@@ -491,3 +491,40 @@ def test_alias_points_at_one_collection_and_moves(index: VectorIndex) -> None:
     assert index.alias_target("current") == "alias_b"
     with pytest.raises(VectorIndexError):
         index.set_alias("current", "missing_collection")
+
+
+def test_server_calls_retry_transient_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retriever import index as index_module
+    from retriever.index import ServerVectorIndex, VectorIndexUnavailableError
+
+    monkeypatch.setattr(index_module, "RETRY_BASE_DELAY_S", 0.0)
+    server = ServerVectorIndex(":memory:")
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionRefusedError("connection refused")
+        return "ok"
+
+    assert server._call("test", None, flaky) == "ok" and len(calls) == 3
+
+    def down() -> str:
+        raise ConnectionRefusedError("connection refused")
+
+    with pytest.raises(VectorIndexUnavailableError, match="cannot reach"):
+        server._call("test", None, down)
+
+    class BadRequest(Exception):
+        status_code = 400
+
+    attempts: list[int] = []
+
+    def bad() -> str:
+        attempts.append(1)
+        raise BadRequest("wrong payload")
+
+    with pytest.raises(VectorIndexError) as info:
+        server._call("test", "c", bad)
+    assert len(attempts) == 1 and not isinstance(info.value, VectorIndexUnavailableError)
+    server.close()
