@@ -727,7 +727,7 @@ class EdgeVectorIndex:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """``url`` without user info, query or fragment (never show credentials)."""
     if url == ":memory:":
         return url
@@ -755,7 +755,7 @@ class ServerVectorIndex:
 
         self._models: Any = models
         self._local = url == ":memory:"
-        self._display_url = _redact_url(url)
+        self._display_url = redact_url(url)
         self._dimensions: dict[str, int] = {}
         try:
             if self._local:

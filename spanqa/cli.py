@@ -971,6 +971,7 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, failed files, index version, models and where data lives."""
     from ingest.catalog import Catalog
+    from retriever.index import redact_url
 
     settings = settings_from(ctx)
     catalog = Catalog(settings.catalog_url)
@@ -997,7 +998,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         "retriever_model": settings.retriever_model,
         "reader_model": settings.reader_model,
         "catalog": Catalog.mask(settings.catalog_url),
-        "vector_store": settings.qdrant_url or str(settings.qdrant_path.absolute()),
+        "vector_store": redact_url(settings.qdrant_url)
+        if settings.qdrant_url
+        else str(settings.qdrant_path.absolute()),
         "data_dir": str(settings.data_dir.absolute()),
     }
     if as_json:

@@ -136,6 +136,17 @@ def test_missing_reader_is_a_one_line_error(
     assert result.output.startswith("error: cannot load reader") and "SPANQA_READER_MODEL" in result.output
 
 
+def test_status_never_prints_secrets(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    runner, env, _ = cli
+    env = dict(
+        env, SPANQA_QDRANT_URL="https://user:hunter2@qdrant.example:6333", SPANQA_QDRANT_API_KEY="s3cr3t"
+    )
+    result = runner.invoke(main, ["status", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "hunter2" not in result.output and "s3cr3t" not in result.output
+    assert "qdrant.example" in json.loads(result.output)["vector_store"]
+
+
 def test_bad_setting_is_a_one_line_error(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
     runner, env, _ = cli
     result = runner.invoke(main, ["status"], env=dict(env, SPANQA_PASSAGES="lots"))
