@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ingest.catalog import Catalog
 from ingest.job import check_model
 from ingest.walk import matches
+from reader.squad import normalize_answer
 from retriever.retriever import DenseRetriever
 from spanqa.runtime import Runtime
 from spanqa.types import Answer, DocumentStatus, Passage, page_at
@@ -198,15 +199,17 @@ def ask(
     for combined, span, passage in scored:
         doc_start = passage.char_start + span.char_start
         doc_end = passage.char_start + span.char_end
+        text = passage.text[span.char_start : span.char_end]
         if any(
-            a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end
+            (a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end)
+            or normalize_answer(a.text) == normalize_answer(text)
             for a in picked
         ):
-            continue  # the same words found again through an overlapping chunk
+            continue  # the same words again: through an overlapping chunk, or elsewhere in the documents
         context, context_start = answer_context(passage.text, span.char_start, span.char_end)
         picked.append(
             Answer(
-                text=passage.text[span.char_start : span.char_end],
+                text=text,
                 score=math.exp(combined - normalizer),
                 path=passage.path,
                 document_id=passage.document_id,

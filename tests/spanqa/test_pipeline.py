@@ -34,6 +34,8 @@ def test_answers_are_exact_spans_of_their_documents(indexed: Settings) -> None:
             scores = [a.score for a in result.answers]
             assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
             assert sum(scores) <= 1 + 1e-9
+            texts = [a.text.lower().strip(" .,") for a in result.answers]
+            assert len(texts) == len(set(texts))  # the same answer is not listed twice
             seen: list[tuple[str, int, int]] = []
             for answer in result.answers:
                 document = runtime.catalog.get_document(answer.document_id)
