@@ -14,6 +14,7 @@ revision again, so the second one finds the work done.
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
 from alembic import command
@@ -91,6 +92,9 @@ def current_revision(engine: Engine | Connection) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+LOCKED_RETRIES = 20
+
+
 def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
     """Migrate the catalog to ``revision`` (the newest by default); nothing to do is cheap.
 
@@ -111,7 +115,17 @@ def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
         except (SQLAlchemyError, OSError, ImportError) as exc:
             raise CatalogError(f"cannot open the catalog at {_masked(engine_or_url)}: {_short(exc)}") from exc
     try:
-        _upgrade(engine, revision)
+        for attempt in range(LOCKED_RETRIES):
+            try:
+                _upgrade(engine, revision)
+                return
+            except (SQLAlchemyError, CatalogError) as exc:
+                # A fresh SQLite file switching to WAL while another process migrates it can report "locked"
+                # without waiting out the busy timeout; the other process finishes soon, so try again.
+                locked = "database is locked" in str(exc) and engine.dialect.name == "sqlite"
+                if not locked or attempt + 1 == LOCKED_RETRIES:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
     except CatalogError:
         raise
     except (SQLAlchemyError, CommandError, OSError) as exc:
