@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,6 +172,27 @@ def length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+def pad_batch(
+    input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int] | None] | None, pad_id: int
+) -> dict[str, Any]:
+    """Right-pad token sequences to the longest one: ``input_ids``, ``attention_mask`` (and types) tensors."""
+    import torch
+
+    width = max(len(ids) for ids in input_ids)
+    ids_tensor = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(input_ids), width), dtype=torch.long)
+    types = torch.zeros((len(input_ids), width), dtype=torch.long)
+    for row, ids in enumerate(input_ids):
+        ids_tensor[row, : len(ids)] = torch.tensor(ids)
+        attention[row, : len(ids)] = 1
+        if token_type_ids is not None and token_type_ids[row] is not None:
+            types[row, : len(ids)] = torch.tensor(token_type_ids[row])
+    out: dict[str, Any] = {"input_ids": ids_tensor, "attention_mask": attention}
+    if token_type_ids is not None:
+        out["token_type_ids"] = types
+    return out
+
+
 def run_windows(
     model: Any, tokenizer: PreTrainedTokenizerBase, windows: list[Window], *, batch_size: int = 16
 ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -181,19 +203,14 @@ def run_windows(
     device = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     for batch in length_batches([len(w.input_ids) for w in windows], batch_size):
-        width = max(len(windows[i].input_ids) for i in batch)
-        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        token_types = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, i in enumerate(batch):
-            n = len(windows[i].input_ids)
-            input_ids[row, :n] = torch.tensor(windows[i].input_ids)
-            attention[row, :n] = 1
-            if windows[i].token_type_ids is not None:
-                token_types[row, :n] = torch.tensor(windows[i].token_type_ids)
-        inputs = {"input_ids": input_ids.to(device), "attention_mask": attention.to(device)}
-        if windows[batch[0]].token_type_ids is not None:
-            inputs["token_type_ids"] = token_types.to(device)
+        inputs = pad_batch(
+            [windows[i].input_ids for i in batch],
+            [windows[i].token_type_ids for i in batch]
+            if windows[batch[0]].token_type_ids is not None
+            else None,
+            pad_id,
+        )
+        inputs = {name: tensor.to(device) for name, tensor in inputs.items()}
         with torch.inference_mode():
             out = model(**inputs)
         starts = out.start_logits.float().cpu().numpy()

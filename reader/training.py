@@ -418,24 +418,16 @@ def train(
 def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str, Any]:
     import torch
 
-    width = max(len(features.input_ids[i]) for i in batch)
-    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(batch), width), dtype=torch.long)
-    types = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, i in enumerate(batch):
-        n = len(features.input_ids[i])
-        input_ids[row, :n] = torch.tensor(features.input_ids[i])
-        attention[row, :n] = 1
-        if features.token_type_ids is not None:
-            types[row, :n] = torch.tensor(features.token_type_ids[i])
-    inputs: dict[str, Any] = {
-        "input_ids": input_ids,
-        "attention_mask": attention,
-        "start_positions": torch.tensor([features.start_positions[i] for i in batch]),
-        "end_positions": torch.tensor([features.end_positions[i] for i in batch]),
-    }
-    if features.token_type_ids is not None:
-        inputs["token_type_ids"] = types
+    from reader.model import pad_batch
+
+    types = features.token_type_ids
+    inputs = pad_batch(
+        [features.input_ids[i] for i in batch],
+        [types[i] for i in batch] if types is not None else None,
+        pad_id,
+    )
+    inputs["start_positions"] = torch.tensor([features.start_positions[i] for i in batch])
+    inputs["end_positions"] = torch.tensor([features.end_positions[i] for i in batch])
     return inputs
 
 
