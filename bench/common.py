@@ -10,20 +10,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from spanqa.evaluation import percentile
+
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SQUAD_TRAIN = SHARED_DATASETS / "squad-v1.1-train.json"
 SQUAD_DEV = SHARED_DATASETS / "squad-v1.1-dev-public.json"
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100) by linear interpolation."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def summarize_ms(seconds: list[float]) -> dict[str, float]:

@@ -60,18 +60,24 @@ def recall_at(hits: Sequence[bool], ks: Sequence[int] = RECALL_AT) -> dict[int, 
     return {k: any(hits[:k]) for k in ks}
 
 
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by linear interpolation; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {"p50_ms": 0.0, "p95_ms": 0.0}
-    ordered = sorted(values)
-
-    def at(q: float) -> float:
-        pos = (len(ordered) - 1) * q
-        low = int(pos)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-    return {"p50_ms": round(at(0.5) * 1000, 2), "p95_ms": round(at(0.95) * 1000, 2)}
+    return {
+        "p50_ms": round(percentile(values, 50) * 1000, 2),
+        "p95_ms": round(percentile(values, 95) * 1000, 2),
+    }
 
 
 def evaluate_squad(
