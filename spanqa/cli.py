@@ -523,6 +523,9 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         TextColumn("steps · loss {task.fields[loss]:.3f} · {task.fields[rate]:.1f} windows/s"),
         TimeRemainingColumn(),
     )
+    if not console.is_terminal:
+        # Training runs for hours under nohup or a scheduler: without a bar, step lines are the only sign of life.
+        logging.getLogger("reader.training").setLevel(logging.INFO)
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("train", total=None, loss=float("nan"), rate=0.0)
 

@@ -129,3 +129,25 @@ def test_length_grouped_batches_cover_everything_once_and_are_deterministic() ->
     assert sorted(i for batch in a for i in batch) == list(range(500))
     spread = sum(max(lengths[i] for i in batch) - min(lengths[i] for i in batch) for batch in a) / len(a)
     assert spread < 40  # grouped batches pad far less than random ones (spread ~ 95)
+
+
+def test_cli_train_without_a_terminal_logs_progress_lines(
+    config: TrainConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from click.testing import CliRunner
+
+    from spanqa.cli import main
+
+    training_logger = logging.getLogger("reader.training")
+    level = training_logger.level
+    args = ["reader", "train", "--train", config.train_file, "--init", config.init, "--out", config.out_dir]
+    args += ["--max-seq-len", "128", "--stride", "32", "--batch-size", "8", "--max-steps", "20", "--save-every", "20"]
+    try:
+        result = CliRunner().invoke(main, args)
+    finally:
+        training_logger.setLevel(level)
+    assert result.exit_code == 0, result.output
+    assert "finished at step 20/20" in result.output
+    assert any("step 20/20" in record.getMessage() for record in caplog.records)
