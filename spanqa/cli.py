@@ -524,7 +524,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         TimeRemainingColumn(),
     )
     if not console.is_terminal:
-        # Training runs for hours under nohup or a scheduler: without a bar, step lines are the only sign of life.
+        # Runs last hours under nohup or a scheduler: without a bar, step lines are the only sign of life.
         logging.getLogger("reader.training").setLevel(logging.INFO)
     with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
         task = progress.add_task("train", total=None, loss=float("nan"), rate=0.0)

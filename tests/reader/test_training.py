@@ -143,7 +143,8 @@ def test_cli_train_without_a_terminal_logs_progress_lines(
     training_logger = logging.getLogger("reader.training")
     level = training_logger.level
     args = ["reader", "train", "--train", config.train_file, "--init", config.init, "--out", config.out_dir]
-    args += ["--max-seq-len", "128", "--stride", "32", "--batch-size", "8", "--max-steps", "20", "--save-every", "20"]
+    args += ["--max-seq-len", "128", "--stride", "32", "--batch-size", "8"]
+    args += ["--max-steps", "20", "--save-every", "20"]
     try:
         result = CliRunner().invoke(main, args)
     finally:
