@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import platform
@@ -177,7 +178,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def summarize(seconds: list[float]) -> dict[str, float]:
+def summarize(seconds: list[float]) -> dict[str, float | None]:
     if not seconds:
         return {"p50_ms": None, "p95_ms": None, "mean_ms": None, "n": 0}
     ms = [s * 1000 for s in seconds]
@@ -327,6 +328,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         questions = [q for q in questions if q["article"] in keep]
         corpus_note = f"first {len(articles)} articles only (--articles): not comparable with spanqa's corpus"
     questions = questions[: args.limit] if args.limit else questions
+    if args.sample:
+        # spanqa.evaluation.sample_questions' rule, restated because this venv has no spanqa.
+        ranked = sorted(questions, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())
+        keep = {q["id"] for q in ranked[: args.sample]}
+        questions = [q for q in questions if q["id"] in keep]
     depth = max(max(RECALL_AT), args.passages)
 
     result: dict[str, Any] = {
@@ -536,16 +542,16 @@ ROWS = [
 
 
 def side_by_side(spanqa: dict[str, Any] | None, peer: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, keys in ROWS:
         a, b = dig(spanqa, *keys), dig(peer, *keys)
         ratio = round(a / b, 3) if a is not None and b not in (None, 0) else None
         rows.append({"metric": label, "spanqa": a, "haystack": b, "ratio_spanqa_over_haystack": ratio})
 
-    def fmt(v: float | None) -> str:
+    def fmt(v: object) -> str:
         return "n/a" if v is None else f"{v:.2f}" if isinstance(v, float) else str(v)
 
-    table = [("metric", "spanqa", "haystack", "ratio spanqa/haystack")]
+    table: list[tuple[str, str, str, str]] = [("metric", "spanqa", "haystack", "ratio spanqa/haystack")]
     table += [
         (r["metric"], fmt(r["spanqa"]), fmt(r["haystack"]), fmt(r["ratio_spanqa_over_haystack"]))
         for r in rows
@@ -568,6 +574,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="SQuAD-format JSON.")
     parser.add_argument(
         "--limit", type=int, help="Ask only the first N questions (all articles are indexed)."
+    )
+    parser.add_argument(
+        "--sample", type=int, help="Ask N questions spread over all articles (as spanqa eval squad --sample)."
     )
     parser.add_argument("--passages", type=int, default=10, help="Passages the reader reads (default 10).")
     parser.add_argument(

@@ -849,6 +849,11 @@ def eval_group() -> None:
     "--limit", type=click.IntRange(1), help="Ask only the first N questions (all articles are ingested)."
 )
 @click.option(
+    "--sample",
+    type=click.IntRange(1),
+    help="Ask N questions spread over all articles (those whose SHA-1 of the id sorts first).",
+)
+@click.option(
     "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
 )
 @click.option(
@@ -861,7 +866,13 @@ def eval_group() -> None:
 @click.pass_context
 @friendly_errors
 def eval_squad(
-    ctx: click.Context, data: str, limit: int | None, passages: int | None, out_dir: str | None, as_json: bool
+    ctx: click.Context,
+    data: str,
+    limit: int | None,
+    sample: int | None,
+    passages: int | None,
+    out_dir: str | None,
+    as_json: bool,
 ) -> None:
     """Open-setting SQuAD: ingest every article of DATA, ask every question, score it."""
     import tempfile
@@ -904,6 +915,7 @@ def eval_squad(
             runtime,
             data,
             limit=limit,
+            sample=sample,
             passages=passages,
             on_stage=on_stage,
             on_progress=lambda n: progress.advance(task, n),

@@ -6,6 +6,7 @@ latency per stage and ingest speed; per-question results go to a JSON-lines file
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -80,11 +81,36 @@ def percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
+def sample_questions(examples: Sequence[SquadExample], count: int) -> list[SquadExample]:
+    """The ``count`` questions whose SHA-1 of the question id sorts first, in file order.
+
+    A sample spread over every article that any tool can reproduce from the ids alone (the Haystack
+    benchmark picks the same questions without importing spanqa), unlike the first N, which all come
+    from the first article or two.
+
+    Args:
+        examples: questions in file order.
+        count: how many to keep.
+
+    Returns:
+        The kept questions, in their original order.
+    """
+    ranked = sorted(range(len(examples)), key=lambda i: hashlib.sha1(examples[i].id.encode()).hexdigest())
+    keep = set(ranked[:count])
+    return [example for index, example in enumerate(examples) if index in keep]
+
+
+def _selection(limit: int | None, sample: int | None) -> str:
+    parts = ([f"first {limit}"] if limit else []) + ([f"sample {sample} by sha1(id)"] if sample else [])
+    return ", then ".join(parts) or "all"
+
+
 def evaluate_squad(
     runtime: Runtime,
     data_file: str | Path,
     *,
     limit: int | None = None,
+    sample: int | None = None,
     passages: int | None = None,
     on_stage: Callable[[str, int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
@@ -95,6 +121,7 @@ def evaluate_squad(
         runtime: components on a fresh, empty data directory (the articles are ingested into it).
         data_file: SQuAD v1.1 or v2.0 JSON.
         limit: ask only the first N questions (every article is still ingested).
+        sample: ask N questions spread over all articles (see ``sample_questions``); after ``limit``.
         passages: passages the reader reads per question (default: the ``passages`` setting).
         on_stage: called with (stage name, number of items) when a stage starts.
         on_progress: called with the number of questions just finished.
@@ -104,6 +131,8 @@ def evaluate_squad(
     """
     examples = load_squad(data_file)
     questions = examples[:limit] if limit else examples
+    if sample:
+        questions = sample_questions(questions, sample)
     n_passages = passages or runtime.settings.passages
     corpus = runtime.settings.data_dir / "corpus"
     n_articles = write_articles(examples, corpus)
@@ -167,6 +196,7 @@ def evaluate_squad(
     metrics: dict[str, Any] = {
         "data": str(data_file),
         "questions": len(questions),
+        "selection": _selection(limit, sample),
         "articles": n_articles,
         "chunks": chunks,
         "passages_read": n_passages,

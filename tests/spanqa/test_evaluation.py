@@ -57,3 +57,20 @@ def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, t
     # The same --out twice would mix two indexes: refused in one line.
     again = CliRunner().invoke(main, ["eval", "squad", str(FIXTURE), "--out", str(out)], env=env)
     assert again.exit_code == 2 and "not empty" in again.output
+
+
+def test_sample_questions_is_reproducible_from_ids_and_keeps_file_order() -> None:
+    import hashlib
+
+    from reader.squad import load_squad
+    from spanqa.evaluation import sample_questions
+
+    examples = load_squad(Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json")
+    picked = sample_questions(examples, 7)
+    assert len(picked) == 7 and len({e.id for e in picked}) == 7
+    positions = [examples.index(e) for e in picked]
+    assert positions == sorted(positions)
+    # The rule, written out independently: the 7 smallest SHA-1 digests of the ids.
+    expected = sorted(examples, key=lambda e: hashlib.sha1(e.id.encode()).hexdigest())[:7]
+    assert {e.id for e in picked} == {e.id for e in expected}
+    assert sample_questions(examples, len(examples) + 5) == examples
