@@ -174,33 +174,42 @@ def length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
 
 def pad_batch(
     input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int] | None] | None, pad_id: int
-) -> dict[str, Any]:
-    """Right-pad token sequences to the longest one: ``input_ids``, ``attention_mask`` (and types) tensors."""
-    import torch
-
+) -> dict[str, np.ndarray]:
+    """Right-pad token sequences to the longest one: int64 ``input_ids``, ``attention_mask`` (and types)."""
     width = max(len(ids) for ids in input_ids)
-    ids_tensor = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(input_ids), width), dtype=torch.long)
-    types = torch.zeros((len(input_ids), width), dtype=torch.long)
+    ids_array = np.full((len(input_ids), width), pad_id, dtype=np.int64)
+    attention = np.zeros((len(input_ids), width), dtype=np.int64)
+    types = np.zeros((len(input_ids), width), dtype=np.int64)
     for row, ids in enumerate(input_ids):
-        ids_tensor[row, : len(ids)] = torch.tensor(ids)
+        ids_array[row, : len(ids)] = ids
         attention[row, : len(ids)] = 1
         if token_type_ids is not None and token_type_ids[row] is not None:
-            types[row, : len(ids)] = torch.tensor(token_type_ids[row])
-    out: dict[str, Any] = {"input_ids": ids_tensor, "attention_mask": attention}
+            types[row, : len(ids)] = token_type_ids[row]
+    out = {"input_ids": ids_array, "attention_mask": attention}
     if token_type_ids is not None:
         out["token_type_ids"] = types
     return out
+
+
+def span_logits(model: Any, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end logits of one padded batch, from a torch span model or an ``OnnxSpanModel``."""
+    from reader.onnx_model import OnnxSpanModel
+
+    if isinstance(model, OnnxSpanModel):
+        return model.logits(inputs)
+    import torch
+
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        out = model(**{name: torch.from_numpy(array).to(device) for name, array in inputs.items()})
+    return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
 
 
 def run_windows(
     model: Any, tokenizer: PreTrainedTokenizerBase, windows: list[Window], *, batch_size: int = 16
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Start and end logits for every window, batched by length; results in ``windows`` order."""
-    import torch
-
     results: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(windows)
-    device = next(model.parameters()).device
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     for batch in length_batches([len(w.input_ids) for w in windows], batch_size):
         inputs = pad_batch(
@@ -210,11 +219,7 @@ def run_windows(
             else None,
             pad_id,
         )
-        inputs = {name: tensor.to(device) for name, tensor in inputs.items()}
-        with torch.inference_mode():
-            out = model(**inputs)
-        starts = out.start_logits.float().cpu().numpy()
-        ends = out.end_logits.float().cpu().numpy()
+        starts, ends = span_logits(model, inputs)
         for row, i in enumerate(batch):
             n = len(windows[i].input_ids)
             results[i] = (starts[row, :n], ends[row, :n])

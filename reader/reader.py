@@ -5,15 +5,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reader.decoding import SpanCandidate, WindowLogits, decode
-from reader.model import load_reader_model, make_windows, run_windows
+from reader.model import (
+    ReaderLoadError,
+    load_reader_model,
+    make_windows,
+    resolve_reader_model,
+    run_windows,
+)
 
 if TYPE_CHECKING:
     from spanqa.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+READER_BACKENDS = ("auto", "onnx", "torch")
 
 
 @dataclass
@@ -47,6 +56,10 @@ class ExtractiveReader:
         batch_size: windows per forward pass.
         top_k: spans returned per question.
         device: a torch device name.
+        backend: "auto" (ONNX Runtime on CPU for a local model when it is installed, else torch), "onnx"
+            or "torch".
+        cache_dir: where the ONNX export is kept; without one the reader runs on torch.
+        threads: ONNX Runtime intra-op threads (0: its default).
     """
 
     def __init__(
@@ -60,7 +73,12 @@ class ExtractiveReader:
         batch_size: int = 16,
         top_k: int = 5,
         device: str = "cpu",
+        backend: str = "auto",
+        cache_dir: str | Path | None = None,
+        threads: int = 0,
     ) -> None:
+        if backend not in READER_BACKENDS:
+            raise ValueError(f"reader backend must be one of {', '.join(READER_BACKENDS)}, not {backend!r}")
         self.model_name = model
         self.max_seq_len = max_seq_len
         self.doc_stride = doc_stride
@@ -69,6 +87,9 @@ class ExtractiveReader:
         self.batch_size = batch_size
         self.top_k = top_k
         self.device = device
+        self.backend = backend
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.threads = threads
         self._model: Any = None
         self._tokenizer: Any = None
 
@@ -83,6 +104,9 @@ class ExtractiveReader:
             batch_size=settings.reader_batch_size,
             top_k=max(settings.answers * 4, 10),
             device=settings.device,
+            backend=settings.reader_backend,
+            cache_dir=settings.model_cache,
+            threads=settings.torch_threads,
         )
 
     @classmethod
@@ -93,9 +117,43 @@ class ExtractiveReader:
         return reader
 
     def warm_up(self) -> None:
-        """Load the model and tokenizer (once)."""
-        if self._model is None:
-            self._model, self._tokenizer = load_reader_model(self.model_name, device=self.device)
+        """Load the model and tokenizer (once): on ONNX Runtime where possible, else on torch."""
+        if self._model is not None:
+            return
+        if self.backend != "torch":
+            loaded = self._load_onnx()
+            if loaded is not None:
+                self._model, self._tokenizer = loaded
+                return
+        self._model, self._tokenizer = load_reader_model(self.model_name, device=self.device)
+
+    def _load_onnx(self) -> tuple[Any, Any] | None:
+        """The ONNX model, or None where "auto" falls back to torch; errors only for backend "onnx"."""
+        location = Path(resolve_reader_model(self.model_name))
+        unusable = (
+            "no cache_dir for the export"
+            if self.cache_dir is None
+            else f"device {self.device}"
+            if self.device != "cpu"
+            else "not a local model folder"
+            if not location.is_dir()
+            else None
+        )
+        if unusable is not None:
+            if self.backend == "onnx":
+                raise ReaderLoadError(f"reader backend 'onnx' cannot run '{self.model_name}': {unusable}")
+            logger.info("reader on torch: %s", unusable)
+            return None
+        assert self.cache_dir is not None
+        try:
+            from reader.onnx_model import load_onnx_reader
+
+            return load_onnx_reader(location, cache_dir=self.cache_dir, threads=self.threads)
+        except Exception as exc:  # an architecture the exporter cannot trace: torch still can
+            if self.backend == "onnx":
+                raise ReaderLoadError(f"reader backend 'onnx' failed for '{self.model_name}': {exc}") from exc
+            logger.warning("ONNX export of reader %s failed (%s); using torch", self.model_name, exc)
+            return None
 
     @property
     def tokenizer(self) -> Any:

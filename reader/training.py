@@ -421,11 +421,12 @@ def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str,
     from reader.model import pad_batch
 
     types = features.token_type_ids
-    inputs = pad_batch(
+    padded = pad_batch(
         [features.input_ids[i] for i in batch],
         [types[i] for i in batch] if types is not None else None,
         pad_id,
     )
+    inputs = {name: torch.from_numpy(array) for name, array in padded.items()}
     inputs["start_positions"] = torch.tensor([features.start_positions[i] for i in batch])
     inputs["end_positions"] = torch.tensor([features.end_positions[i] for i in batch])
     return inputs

@@ -8,11 +8,8 @@ once (that step does need torch) and cached under the data directory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from retriever.encoder import EncoderLoadError, resolve_encoder_model
+from spanqa.onnx_export import cached_export_path, export_module, open_session
 
 logger = logging.getLogger(__name__)
 
@@ -55,17 +53,6 @@ def uses_mean_pooling(folder: Path) -> bool:
     return True
 
 
-def fingerprint(folder: Path) -> str:
-    """Changes when the weights or config change, so a stale export is never used."""
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        path = folder / name
-        if path.is_file() and (name.endswith((".safetensors", ".bin", ".json")) or name == "vocab.txt"):
-            stat = path.stat()
-            digest.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
-    return digest.hexdigest()[:16]
-
-
 def export_onnx(folder: Path, destination: Path) -> Path:
     """Export the transformer of ``folder`` (token embeddings out) to ONNX at ``destination``."""
     import torch
@@ -74,33 +61,14 @@ def export_onnx(folder: Path, destination: Path) -> Path:
     model = AutoModel.from_pretrained(str(folder), dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     sample = tokenizer(["an example sentence", "another one"], return_tensors="pt", padding=True)
-    names = [n for n in ONNX_INPUTS if n in sample]
-
-    class TokenEmbeddings(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *inputs: Any) -> Any:
-            return self.inner(**dict(zip(names, inputs, strict=True))).last_hidden_state
-
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_suffix(".partial")
-    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "token_embeddings"]}
-    with torch.inference_mode(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tracer notes about Python control flow: harmless for export
-        torch.onnx.export(
-            TokenEmbeddings(model),
-            tuple(sample[n] for n in names),
-            str(partial),
-            input_names=names,
-            output_names=["token_embeddings"],
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        )
-    partial.replace(destination)
-    return destination
+    inputs = {n: sample[n] for n in ONNX_INPUTS if n in sample}
+    return export_module(
+        model,
+        lambda inner, **named: inner(**named).last_hidden_state,
+        inputs,
+        output_names=["token_embeddings"],
+        destination=destination,
+    )
 
 
 class OnnxEncoder:
@@ -148,18 +116,13 @@ class OnnxEncoder:
             raise UnsupportedForOnnx(f"'{self._name}' does not pool by mean")
         if not (folder / "tokenizer.json").is_file():
             raise UnsupportedForOnnx(f"'{self._name}' has no tokenizer.json")
-        import onnxruntime
         from tokenizers import Tokenizer
 
-        onnx_file = self.cache_dir / f"{folder.name}-{fingerprint(folder)}.onnx"
+        onnx_file = cached_export_path(self.cache_dir, folder, "encoder")
         if not onnx_file.is_file():
             logger.info("exporting %s to ONNX (once) at %s", folder, onnx_file)
             export_onnx(folder, onnx_file)
-        options = onnxruntime.SessionOptions()
-        if self.threads > 0:
-            options.intra_op_num_threads = self.threads
-        options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        session = open_session(onnx_file, threads=self.threads)
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tokenizer.enable_truncation(self._model_max_length(folder))
         tokenizer.no_padding()

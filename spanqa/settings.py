@@ -50,6 +50,7 @@ class Settings:
     max_file_mb: float = 20.0
 
     reader_model: str = DEFAULT_READER_MODEL
+    reader_backend: str = "auto"
     reader_batch_size: int = 16
     max_seq_len: int = 384
     doc_stride: int = 128

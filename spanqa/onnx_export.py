@@ -1,0 +1,101 @@
+"""Exporting transformer models to ONNX once, and opening them on ONNX Runtime.
+
+Both stages run on ONNX Runtime by default: as fast as eager torch per token on CPU, and a command that
+only encodes or reads never imports torch. Exports are cached under the model cache and named by a
+fingerprint of the weights, so a changed model is never served from a stale export.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ONNX_OPSET = 17
+
+
+def fingerprint(folder: Path) -> str:
+    """Changes when the weights or config change, so a stale export is never used."""
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        path = folder / name
+        if path.is_file() and (name.endswith((".safetensors", ".bin", ".json")) or name == "vocab.txt"):
+            stat = path.stat()
+            digest.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def cached_export_path(cache_dir: Path, folder: Path, kind: str) -> Path:
+    """Where the export of ``folder`` as ``kind`` (e.g. "encoder", "reader") is kept."""
+    suffix = "" if kind == "encoder" else f"-{kind}"
+    return cache_dir / f"{folder.name}{suffix}-{fingerprint(folder)}.onnx"
+
+
+def export_module(
+    model: Any,
+    forward: Callable[..., Any],
+    sample: Mapping[str, Any],
+    *,
+    output_names: Sequence[str],
+    destination: Path,
+) -> Path:
+    """Trace ``forward(model, **inputs)`` on ``sample`` (torch tensors) into ``destination``, atomically.
+
+    Args:
+        model: the ``torch.nn.Module`` whose weights the graph holds.
+        forward: ``forward(model, **inputs)`` returns one tensor or a tuple.
+        sample: named input tensors; batch and token axes are exported as dynamic.
+        output_names: names of the returned tensors, in order.
+        destination: the ``.onnx`` file to write.
+
+    Returns:
+        ``destination``.
+    """
+    import torch
+
+    names = list(sample)
+
+    class Positional(torch.nn.Module):
+        # The tracer passes inputs by position; the models take them by name. The model is a submodule so
+        # that its weights become graph initializers, not captured constants.
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return forward(self.inner, **dict(zip(names, inputs, strict=True)))
+
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_suffix(".partial")
+    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, *output_names]}
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer notes about Python control flow: harmless for export
+        torch.onnx.export(
+            Positional(),
+            tuple(sample[n] for n in names),
+            str(partial),
+            input_names=names,
+            output_names=list(output_names),
+            dynamic_axes=axes,
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
+    partial.replace(destination)
+    return destination
+
+
+def open_session(onnx_file: Path, *, threads: int = 0) -> Any:
+    """An ONNX Runtime CPU session with all graph optimizations; ``threads`` 0 keeps its default."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
