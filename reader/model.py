@@ -183,8 +183,9 @@ def pad_batch(
     for row, ids in enumerate(input_ids):
         ids_array[row, : len(ids)] = ids
         attention[row, : len(ids)] = 1
-        if token_type_ids is not None and token_type_ids[row] is not None:
-            types[row, : len(ids)] = token_type_ids[row]
+        row_types = token_type_ids[row] if token_type_ids is not None else None
+        if row_types is not None:
+            types[row, : len(ids)] = row_types
     out = {"input_ids": ids_array, "attention_mask": attention}
     if token_type_ids is not None:
         out["token_type_ids"] = types
