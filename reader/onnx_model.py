@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SPAN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+READER_PRECISIONS = ("fp32", "int8")
 # An export whose logits differ more than this from torch's is not used (fp32 kernels differ ~1e-5).
 EXPORT_TOLERANCE = 1e-3
 
@@ -96,14 +97,40 @@ def export_span_model(folder: Path, destination: Path) -> Path:
     return destination
 
 
+def quantize_span_model(source: Path, destination: Path) -> Path:
+    """Dynamic int8 quantization of an exported span model (weights int8, activations quantized per batch)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = destination.with_suffix(".partial")
+    quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+    partial.replace(destination)
+    return destination
+
+
 def load_onnx_reader(
-    folder: Path, *, cache_dir: Path, threads: int = 0
+    folder: Path, *, cache_dir: Path, threads: int = 0, precision: str = "fp32"
 ) -> tuple[OnnxSpanModel, PreTrainedTokenizerBase]:
-    """The span model of a local ``folder`` on ONNX Runtime (exported on first use) and its tokenizer."""
+    """The span model of a local ``folder`` on ONNX Runtime (exported on first use) and its tokenizer.
+
+    Args:
+        folder: a local ``AutoModelForQuestionAnswering`` folder.
+        cache_dir: where exports are kept.
+        threads: ONNX Runtime intra-op threads (0: its default).
+        precision: "fp32" (the model's own logits) or "int8" (dynamic quantization: faster on CPUs with
+            int8 dot-product instructions, slightly different logits; see docs/benchmarks.md).
+    """
+    if precision not in READER_PRECISIONS:
+        raise ValueError(f"reader precision must be one of {', '.join(READER_PRECISIONS)}, not {precision!r}")
     onnx_file = cached_export_path(cache_dir, folder, "reader")
     if not onnx_file.is_file():
         logger.info("exporting the reader %s to ONNX (once) at %s", folder, onnx_file)
         export_span_model(folder, onnx_file)
+    if precision == "int8":
+        quantized = onnx_file.with_name(onnx_file.stem + "-int8.onnx")
+        if not quantized.is_file():
+            logger.info("quantizing the reader to int8 (once) at %s", quantized)
+            quantize_span_model(onnx_file, quantized)
+        onnx_file = quantized
     model = OnnxSpanModel(open_session(onnx_file, threads=threads), name_or_path=str(folder))
     if (folder / "tokenizer.json").is_file():
         # AutoTokenizer resolves the config through modules that import torch: ~2 s the ONNX path avoids.

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 READER_BACKENDS = ("auto", "onnx", "torch")
+READER_PRECISIONS = ("fp32", "int8")
 
 
 @dataclass
@@ -60,6 +61,7 @@ class ExtractiveReader:
             or "torch".
         cache_dir: where the ONNX export is kept; without one the reader runs on torch.
         threads: ONNX Runtime intra-op threads (0: its default).
+        precision: "fp32", or "int8" (dynamic quantization on ONNX Runtime; needs the ONNX backend).
     """
 
     def __init__(
@@ -76,9 +78,14 @@ class ExtractiveReader:
         backend: str = "auto",
         cache_dir: str | Path | None = None,
         threads: int = 0,
+        precision: str = "fp32",
     ) -> None:
         if backend not in READER_BACKENDS:
             raise ValueError(f"reader backend must be one of {', '.join(READER_BACKENDS)}, not {backend!r}")
+        if precision not in READER_PRECISIONS:
+            raise ValueError(
+                f"reader precision must be one of {', '.join(READER_PRECISIONS)}, not {precision!r}"
+            )
         self.model_name = model
         self.max_seq_len = max_seq_len
         self.doc_stride = doc_stride
@@ -90,6 +97,7 @@ class ExtractiveReader:
         self.backend = backend
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.threads = threads
+        self.precision = precision
         self._model: Any = None
         self._tokenizer: Any = None
 
@@ -107,6 +115,7 @@ class ExtractiveReader:
             backend=settings.reader_backend,
             cache_dir=settings.model_cache,
             threads=settings.torch_threads,
+            precision=settings.reader_precision,
         )
 
     @classmethod
@@ -120,7 +129,7 @@ class ExtractiveReader:
         """Load the model and tokenizer (once): on ONNX Runtime where possible, else on torch."""
         if self._model is not None:
             return
-        if self.backend != "torch":
+        if self.backend != "torch" or self.precision != "fp32":
             loaded = self._load_onnx()
             if loaded is not None:
                 self._model, self._tokenizer = loaded
@@ -128,10 +137,20 @@ class ExtractiveReader:
         self._model, self._tokenizer = load_reader_model(self.model_name, device=self.device)
 
     def _load_onnx(self) -> tuple[Any, Any] | None:
-        """The ONNX model, or None where "auto" falls back to torch; errors only for backend "onnx"."""
+        """The ONNX model, or None where "auto" falls back to torch.
+
+        Raises:
+            ReaderLoadError: when ONNX Runtime is required (backend "onnx", or int8) and cannot run it.
+        """
         location = Path(resolve_reader_model(self.model_name))
+        strict = self.backend == "onnx" or self.precision != "fp32"
+        required_by = (
+            f"reader_precision '{self.precision}'" if self.precision != "fp32" else "reader_backend 'onnx'"
+        )
         unusable = (
-            "no cache_dir for the export"
+            "reader_backend is 'torch'"
+            if self.backend == "torch"
+            else "no cache_dir for the export"
             if self.cache_dir is None
             else f"device {self.device}"
             if self.device != "cpu"
@@ -140,18 +159,24 @@ class ExtractiveReader:
             else None
         )
         if unusable is not None:
-            if self.backend == "onnx":
-                raise ReaderLoadError(f"reader backend 'onnx' cannot run '{self.model_name}': {unusable}")
+            if strict:
+                raise ReaderLoadError(
+                    f"{required_by} needs ONNX Runtime, which cannot run '{self.model_name}': {unusable}"
+                )
             logger.info("reader on torch: %s", unusable)
             return None
         assert self.cache_dir is not None
         try:
             from reader.onnx_model import load_onnx_reader
 
-            return load_onnx_reader(location, cache_dir=self.cache_dir, threads=self.threads)
+            return load_onnx_reader(
+                location, cache_dir=self.cache_dir, threads=self.threads, precision=self.precision
+            )
         except Exception as exc:  # an architecture the exporter cannot trace: torch still can
-            if self.backend == "onnx":
-                raise ReaderLoadError(f"reader backend 'onnx' failed for '{self.model_name}': {exc}") from exc
+            if strict:
+                raise ReaderLoadError(
+                    f"{required_by}: ONNX Runtime failed for '{self.model_name}': {exc}"
+                ) from exc
             logger.warning("ONNX export of reader %s failed (%s); using torch", self.model_name, exc)
             return None
 

@@ -90,3 +90,31 @@ def test_a_failed_export_falls_back_to_torch_under_auto(
     assert not isinstance(auto._model, OnnxSpanModel)
     with pytest.raises(ReaderLoadError, match="differs from torch"):
         ExtractiveReader(model=str(tiny_qa_bert_dir), backend="onnx", cache_dir=tmp_path).warm_up()
+
+
+def test_int8_reader_is_a_quantized_export_with_valid_spans(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
+    fp32 = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path)
+    int8 = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path, precision="int8")
+    a, b = fp32.run(QUESTION, PASSAGES), int8.run(QUESTION, PASSAGES)
+    assert len(list(tmp_path.glob("*-reader-*-int8.onnx"))) == 1
+    assert a.windows == b.windows and b.spans
+    for span in b.spans:
+        passage = PASSAGES[span.passage_index]
+        assert 0 <= span.char_start < span.char_end <= len(passage)
+        assert passage[span.char_start : span.char_end].strip() == passage[span.char_start : span.char_end]
+    windows = make_windows(fp32.tokenizer, QUESTION, PASSAGES)
+    (s1, _), (s2, _) = (
+        run_windows(fp32._model, fp32.tokenizer, windows)[0],
+        run_windows(int8._model, int8.tokenizer, windows)[0],
+    )
+    # Quantized, not a copy: close to the fp32 logits but not equal to them.
+    assert 0 < np.abs(s1 - s2).max() < 0.5 * (np.abs(s1).max() + 1)
+
+
+def test_int8_needs_onnx_runtime_and_says_so(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ReaderLoadError, match="reader_precision 'int8' needs ONNX Runtime.*'torch'"):
+        ExtractiveReader(
+            model=str(tiny_qa_bert_dir), backend="torch", cache_dir=tmp_path, precision="int8"
+        ).warm_up()
+    with pytest.raises(ValueError, match="reader precision"):
+        ExtractiveReader(model=str(tiny_qa_bert_dir), precision="fp8")
