@@ -112,7 +112,7 @@ def test_int8_reader_is_a_quantized_export_with_valid_spans(tiny_qa_bert_dir: Pa
 
 
 def test_int8_needs_onnx_runtime_and_says_so(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(ReaderLoadError, match="reader_precision 'int8' needs ONNX Runtime.*'torch'"):
+    with pytest.raises(ReaderLoadError, match=r"reader_precision 'int8' needs ONNX Runtime.*'torch'"):
         ExtractiveReader(
             model=str(tiny_qa_bert_dir), backend="torch", cache_dir=tmp_path, precision="int8"
         ).warm_up()
