@@ -19,6 +19,14 @@ DEFAULT_READER_MODEL = "spanqa-reader-minilm"
 SECRET_FIELDS = frozenset({"qdrant_api_key"})
 
 
+# Settings that take one of a few words; anything else is refused when the settings load.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "encoder_backend": ("auto", "onnx", "torch"),
+    "reader_backend": ("auto", "onnx", "torch"),
+    "reader_precision": ("fp32", "int8"),
+}
+
+
 class SettingsError(ValueError):
     """A setting has a value that cannot be used (bad type, unknown key, unreadable config file)."""
 
@@ -192,9 +200,12 @@ def _convert(name: str, value: Any) -> Any:
             return int(value)
         if base is float:
             return float(value)
-        return str(value)
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"setting {name}={value!r} is not a valid {base.__name__}") from exc
+    text = str(value).strip()
+    if name in CHOICES and text not in CHOICES[name]:
+        raise SettingsError(f"setting {name}={value!r} must be one of: {', '.join(CHOICES[name])}")
+    return text if name in CHOICES else str(value)
 
 
 __all__ = ["DEFAULT_READER_MODEL", "DEFAULT_RETRIEVER_MODEL", "Settings", "SettingsError", "setting_names"]

@@ -36,6 +36,9 @@ def test_config_file_from_env_and_spanqa_table(tmp_path: Path) -> None:
     [
         ({"SPANQA_CHUNK_TOKENS": "many"}, "chunk_tokens"),
         ({"SPANQA_RETRIEVER_WEIGHT": "x"}, "retriever_weight"),
+        ({"SPANQA_READER_PRECISION": "fp8"}, "reader_precision='fp8' must be one of: fp32, int8"),
+        ({"SPANQA_READER_BACKEND": "cuda"}, "reader_backend"),
+        ({"SPANQA_ENCODER_BACKEND": "ONNX "}, "encoder_backend"),
     ],
 )
 def test_bad_values_are_clear_errors(env: dict[str, str], message: str) -> None:
@@ -59,3 +62,8 @@ def test_secrets_are_masked_and_optional_values_parse() -> None:
     assert "s3cret" not in repr(s.public_dict())
     assert s.database_url is None
     assert "qdrant_api_key" in setting_names()
+
+
+def test_choice_settings_accept_their_words() -> None:
+    s = Settings.load(environ={"SPANQA_READER_PRECISION": " int8", "SPANQA_READER_BACKEND": "onnx"})
+    assert (s.reader_precision, s.reader_backend, s.encoder_backend) == ("int8", "onnx", "auto")
