@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument(
         "--reader", help="Reader name or path (default: shipped, else untrained MiniLM head)."
     )
+    parser.add_argument("--backend", choices=("auto", "onnx", "torch"), default="auto", help="reader_backend")
+    parser.add_argument("--precision", choices=("fp32", "int8"), default="fp32", help="reader_precision")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -47,7 +49,13 @@ def main() -> None:
         reader = str(shipped) if shipped.is_dir() else resolve_encoder_model("all-MiniLM-L6-v2")
     work = Path(tempfile.mkdtemp(prefix="spanqa-bench-ask-"))
     _, questions = write_corpus(work / "docs", min_chars=args.corpus_chars)
-    settings = Settings.load(environ={}, data_dir=work / "data", reader_model=reader)
+    settings = Settings.load(
+        environ={},
+        data_dir=work / "data",
+        reader_model=reader,
+        reader_backend=args.backend,
+        reader_precision=args.precision,
+    )
     with Runtime(settings) as runtime:
         report = runtime.ingest_job().run([work / "docs"])
         runtime.reader.warm_up()
@@ -69,6 +77,8 @@ def main() -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
         "reader_model": reader,
+        "reader_backend": type(runtime.reader._model).__name__,
+        "reader_precision": args.precision,
         "retriever_model": settings.retriever_model,
         "files": len(report.outcomes),
         "chunks": chunks,
