@@ -63,6 +63,10 @@ class VectorIndexError(RuntimeError):
     """The vector index cannot do what was asked; the message is one line, fit to show to the user."""
 
 
+class VectorIndexInUseError(VectorIndexError):
+    """Another process holds the embedded store (a worker, or another command)."""
+
+
 class VectorIndexUnavailableError(VectorIndexError):
     """The Qdrant server could not be reached or answered 5xx/429 even after retries: worth retrying later."""
 
@@ -292,9 +296,9 @@ class EdgeVectorIndex:
 
     # -- locking ------------------------------------------------------------------------------------------
 
-    def _in_use_error(self, holder: str = "") -> VectorIndexError:
+    def _in_use_error(self, holder: str = "") -> VectorIndexInUseError:
         """The error for a store that another process holds."""
-        return VectorIndexError(
+        return VectorIndexInUseError(
             f"the vector store at {self.path} is in use by another spanqa process{holder}; "
             "only one process can open it at a time: wait for that process to finish or stop it "
             "(or run a Qdrant server and set SPANQA_QDRANT_URL to share the index)"

@@ -16,6 +16,8 @@ import click
 from spanqa import __version__
 from spanqa.settings import Settings, SettingsError
 
+logger = logging.getLogger(__name__)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE = 0, 1, 2
@@ -346,19 +348,18 @@ def ask(
     as_json: bool,
 ) -> None:
     """Answer QUESTION with exact spans of your documents ('-' reads one question per line from stdin)."""
-    from spanqa import pipeline
     from spanqa.runtime import Runtime
 
     settings = settings_from(ctx)
     with Runtime(settings) as runtime:
+        answer = _Asker(runtime, passages=passages, answers=answers, path_glob=path_glob)
         if question != "-":
             if not question.strip():
                 raise UserError("the question is empty")
-            result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
-            _print_ask(result, as_json=as_json)
+            _print_ask(answer(question), as_json=as_json)
             return
         interactive = sys.stdin.isatty() and not as_json
-        runtime.reader.warm_up()
+        answer.warm_up()
         while True:
             if interactive:
                 try:
@@ -373,8 +374,48 @@ def ask(
             line = line.strip()
             if not line:
                 continue
-            result = pipeline.ask(runtime, line, passages=passages, answers=answers, path_glob=path_glob)
-            _print_ask(result, as_json=as_json, compact_json=True)
+            _print_ask(answer(line), as_json=as_json, compact_json=True)
+
+
+class _Asker:
+    """Answers here, or on the worker that owns the embedded store when one holds it (with a broker)."""
+
+    def __init__(self, runtime: Any, **options: Any) -> None:
+        self.runtime = runtime
+        self.options = options
+        self.on_worker = False
+
+    def warm_up(self) -> None:
+        self._use_worker_if_store_is_held()
+        if not self.on_worker:
+            self.runtime.reader.warm_up()
+
+    def _use_worker_if_store_is_held(self) -> None:
+        from retriever.index import VectorIndexInUseError
+
+        if self.on_worker:
+            return
+        try:
+            self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
+        except VectorIndexInUseError as exc:
+            if self.runtime.settings.broker_url is None:
+                raise
+            logger.info("%s; asking the worker", exc)
+            self.on_worker = True
+
+    def __call__(self, question: str) -> Any:
+        from spanqa import pipeline
+
+        self._use_worker_if_store_is_held()
+        if not self.on_worker:
+            return pipeline.ask(self.runtime, question, **self.options)
+        from workers.client import WorkerUnavailableError, ask_on_worker
+
+        try:
+            data = ask_on_worker(self.runtime.settings, question, **self.options)
+        except WorkerUnavailableError as exc:
+            raise UserError(f"the vector store is held by another process and {exc}") from exc
+        return pipeline.AskResult.from_dict(data)
 
 
 def _print_ask(result: Any, *, as_json: bool, compact_json: bool = False) -> None:
@@ -620,7 +661,12 @@ def reader_eval(
 @click.option(
     "--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes."
 )
-@click.option("--queues", default="spanqa", show_default=True, help="Comma-separated queues to consume.")
+@click.option(
+    "--queues",
+    default="spanqa.ask,spanqa",  # workers.app.DEFAULT_WORKER_QUEUES: questions first
+    show_default=True,
+    help="Comma-separated queues to consume, in priority order.",
+)
 @click.option("--loglevel", default="INFO", show_default=True)
 @click.pass_context
 @friendly_errors

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingest.catalog import Catalog
 from ingest.job import check_model
@@ -124,6 +126,17 @@ class AskResult:
     @property
     def abstained(self) -> bool:
         return not self.answers
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, as JSON-ready values (a worker sends this back to the asking process)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AskResult:
+        """The inverse of ``to_dict``."""
+        answers = [Answer(**{**a, "passage": Passage(**a["passage"])}) for a in data["answers"]]
+        passages = [Passage(**p) for p in data["passages"]]
+        return cls(data["question"], answers, passages, dict(data.get("timings", {})))
 
 
 def combine_scores(reader_score: float, retriever_score: float, weight: float) -> float:

@@ -47,6 +47,7 @@ class Settings:
     sweep_interval_s: float = 300.0
     broker_visibility_timeout_s: float = 3600.0
     document_lock_timeout_s: float = 600.0
+    ask_timeout_s: float = 120.0
 
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
     encoder_backend: str = "auto"

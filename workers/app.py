@@ -18,6 +18,10 @@ from spanqa.settings import Settings
 logger = logging.getLogger(__name__)
 
 QUEUE = "spanqa"
+# Questions go to their own queue, which workers read first: an ask waits for the task in hand, not for the
+# whole ingest backlog.
+ASK_QUEUE = "spanqa.ask"
+DEFAULT_WORKER_QUEUES = f"{ASK_QUEUE},{QUEUE}"
 
 
 class WorkerState:
@@ -55,14 +59,20 @@ def create_app(settings: Settings | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         task_serializer="json",
         accept_content=["json"],
-        result_backend=None,
+        # Only asks return results (their tasks set ignore_result=False); they expire once read or unread.
+        result_backend=settings.broker_url,
+        result_expires=600,
         task_ignore_result=True,
+        task_routes={"spanqa.ask": {"queue": ASK_QUEUE}},
         task_default_queue=QUEUE,
         task_always_eager=settings.broker_url is None,
         task_eager_propagates=True,
         broker_connection_retry_on_startup=True,
         # A task whose worker died unacknowledged goes back to the queue after this long.
-        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_s},
+        broker_transport_options={
+            "visibility_timeout": settings.broker_visibility_timeout_s,
+            "queue_order_strategy": "priority",
+        },
         worker_hijack_root_logger=False,
         beat_schedule={"sweep": {"task": "spanqa.sweep", "schedule": settings.sweep_interval_s}},
     )

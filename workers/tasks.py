@@ -118,6 +118,20 @@ def register_tasks(app: Celery) -> None:
             runtime.catalog.update_job(job_id, state="done", done=report.chunks)
         return {"collection": report.current.collection, "chunks": report.chunks}
 
+    @app.task(name="spanqa.ask", shared=False, ignore_result=False, acks_late=False)
+    def ask(
+        question: str, passages: int | None = None, answers: int | None = None, path_glob: str | None = None
+    ) -> dict[str, Any]:
+        """Answer on the worker that owns the embedded store (its reader stays loaded between questions).
+
+        Not retried and acknowledged on receipt: the asker waits with a timeout and can simply ask again.
+        """
+        from spanqa import pipeline
+
+        runtime = state_of(app).runtime
+        result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
+        return result.to_dict()
+
     @app.task(name="spanqa.sweep", bind=True, **retry)
     def sweep(self: Task) -> int:
         """Re-scan every watched folder: new and changed files are ingested, vanished ones pruned."""

@@ -76,3 +76,25 @@ def test_answer_context_is_the_sentence_around_the_answer() -> None:
     start = text.index("Denver")
     context, offset = pipeline.answer_context(text, start, start + len("Denver Broncos"))
     assert context == "The Denver Broncos won." and text[offset : offset + len(context)] == context
+
+
+def test_ask_result_survives_a_json_round_trip() -> None:
+    import json
+
+    from spanqa.pipeline import AskResult
+    from spanqa.types import Answer, Passage
+
+    passage = Passage("c1", "d1", "/docs/a.pdf", "Broncos won.", 10, 22, 0.61, page=2, ordinal=3, rank=1)
+    answer = Answer("Broncos", 0.9, "/docs/a.pdf", "d1", 10, 17, 2, passage, 14.5, 0.61, "Broncos won.", 10)
+    result = AskResult("Who won?", [answer], [passage], {"encode": 0.01, "read": 0.2})
+    assert AskResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    empty = AskResult("Nothing?", [], [], {})
+    assert AskResult.from_dict(json.loads(json.dumps(empty.to_dict()))) == empty
+
+
+def test_worker_command_reads_questions_first() -> None:
+    from spanqa.cli import worker
+    from workers.app import DEFAULT_WORKER_QUEUES
+
+    queues = next(p for p in worker.params if p.name == "queues")
+    assert queues.default == DEFAULT_WORKER_QUEUES

@@ -130,10 +130,44 @@ def test_background_ingest_through_a_worker_is_idempotent(
         result = CliRunner().invoke(main, ["search", "Broncos"], env=worker_env)
         assert result.exit_code == 2 and "in use by another spanqa process" in result.output
         assert len(result.output.strip().splitlines()) == 1 and time.time() - started < 30
+        # A question is not refused: it runs on the worker that holds the store, and comes back whole.
+        result = CliRunner().invoke(main, ["ask", "Who talks about Santa Clara?", "--json"], env=worker_env)
+        assert result.exit_code == 0, result.output
+        asked = json.loads(result.output)
+        assert asked["question"] == "Who talks about Santa Clara?" and asked["passages"]
+        texts = {p.name: p.read_text() for p in docs.iterdir()}
+        for answer in asked["answers"]:
+            text = texts[Path(answer["path"]).name]
+            assert text[answer["char_start"] : answer["char_end"]] == answer["text"]
+        assert {"encode", "search", "read"} <= set(asked["timings_ms"])
+        # The stdin loop goes through the worker too, one JSON line per question.
+        result = CliRunner().invoke(
+            main, ["ask", "-", "--json"], input="Broncos?\nSanta Clara?\n", env=worker_env
+        )
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["question"] for line in result.output.splitlines()] == [
+            "Broncos?",
+            "Santa Clara?",
+        ]
     finally:
         stop(process)
     assert_points_match_chunks(settings, catalog)
     catalog.close()
+
+
+def test_ask_with_the_store_held_and_no_worker_is_a_one_line_error(
+    settings: Settings, worker_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The Denver Broncos won Super Bowl 50 at Levi's Stadium.")
+    inline_env = {k: v for k, v in worker_env.items() if k != "SPANQA_BROKER_URL"}
+    assert CliRunner().invoke(main, ["ingest", str(docs)], env=inline_env).exit_code == 0
+    with EdgeVectorIndex(settings.qdrant_path):  # held by "another process": a separate open file
+        result = CliRunner().invoke(main, ["ask", "Who won?"], env=worker_env)
+    assert result.exit_code == 2, result.output
+    assert "held by another process and no spanqa worker answers" in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_a_worker_killed_mid_file_leaves_it_indexed_exactly_once(
