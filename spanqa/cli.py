@@ -275,13 +275,12 @@ def _print_ingest_report(report: Any, *, found_any: bool) -> None:
 @friendly_errors
 def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as_json: bool) -> None:
     """Find the passages nearest to QUERY (retriever only)."""
-    from spanqa import pipeline
     from spanqa.runtime import Runtime
 
     if not query.strip():
         raise UserError("the query is empty")
     with Runtime(settings_from(ctx)) as runtime:
-        result = pipeline.search(runtime, query, top_k=top_k, path_glob=path_glob)
+        result = _StoreGateway(runtime).search(query, top_k=top_k, path_glob=path_glob)
     if as_json:
         print_json(
             {
@@ -352,14 +351,15 @@ def ask(
 
     settings = settings_from(ctx)
     with Runtime(settings) as runtime:
-        answer = _Asker(runtime, passages=passages, answers=answers, path_glob=path_glob)
+        gateway = _StoreGateway(runtime)
+        options = {"passages": passages, "answers": answers, "path_glob": path_glob}
         if question != "-":
             if not question.strip():
                 raise UserError("the question is empty")
-            _print_ask(answer(question), as_json=as_json)
+            _print_ask(gateway.ask(question, **options), as_json=as_json)
             return
         interactive = sys.stdin.isatty() and not as_json
-        answer.warm_up()
+        gateway.warm_up_reader()
         while True:
             if interactive:
                 try:
@@ -374,48 +374,58 @@ def ask(
             line = line.strip()
             if not line:
                 continue
-            _print_ask(answer(line), as_json=as_json, compact_json=True)
+            _print_ask(gateway.ask(line, **options), as_json=as_json, compact_json=True)
 
 
-class _Asker:
-    """Answers here, or on the worker that owns the embedded store when one holds it (with a broker)."""
+class _StoreGateway:
+    """Runs ask and search here, or on the worker that owns the embedded store when one holds it."""
 
-    def __init__(self, runtime: Any, **options: Any) -> None:
+    def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
-        self.options = options
         self.on_worker = False
 
-    def warm_up(self) -> None:
+    def warm_up_reader(self) -> None:
         self._use_worker_if_store_is_held()
         if not self.on_worker:
             self.runtime.reader.warm_up()
 
-    def _use_worker_if_store_is_held(self) -> None:
-        from retriever.index import VectorIndexInUseError
-
-        if self.on_worker:
-            return
-        try:
-            self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
-        except VectorIndexInUseError as exc:
-            if self.runtime.settings.broker_url is None:
-                raise
-            logger.info("%s; asking the worker", exc)
-            self.on_worker = True
-
-    def __call__(self, question: str) -> Any:
+    def ask(self, question: str, **options: Any) -> Any:
         from spanqa import pipeline
 
-        self._use_worker_if_store_is_held()
+        if not self._use_worker_if_store_is_held():
+            return pipeline.ask(self.runtime, question, **options)
+        data = self._call(
+            "spanqa.ask", question, options["passages"], options["answers"], options["path_glob"]
+        )
+        return pipeline.AskResult.from_dict(data)
+
+    def search(self, query: str, *, top_k: int, path_glob: str | None) -> Any:
+        from spanqa import pipeline
+
+        if not self._use_worker_if_store_is_held():
+            return pipeline.search(self.runtime, query, top_k=top_k, path_glob=path_glob)
+        return pipeline.SearchResult.from_dict(self._call("spanqa.search", query, top_k, path_glob))
+
+    def _use_worker_if_store_is_held(self) -> bool:
+        from retriever.index import VectorIndexInUseError
+
         if not self.on_worker:
-            return pipeline.ask(self.runtime, question, **self.options)
-        from workers.client import WorkerUnavailableError, ask_on_worker
+            try:
+                self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
+            except VectorIndexInUseError as exc:
+                if self.runtime.settings.broker_url is None:
+                    raise
+                logger.info("%s; asking the worker", exc)
+                self.on_worker = True
+        return self.on_worker
+
+    def _call(self, task: str, *args: Any) -> dict[str, Any]:
+        from workers.client import WorkerUnavailableError, call_worker
 
         try:
-            data = ask_on_worker(self.runtime.settings, question, **self.options)
+            return call_worker(self.runtime.settings, task, *args)
         except WorkerUnavailableError as exc:
             raise UserError(f"the vector store is held by another process and {exc}") from exc
-        return pipeline.AskResult.from_dict(data)
 
 
 def _print_ask(result: Any, *, as_json: bool, compact_json: bool = False) -> None:

@@ -27,8 +27,19 @@ class EmptyIndexError(RuntimeError):
 
 @dataclass
 class SearchResult:
+    """Passages, best first, and where time went."""
+
     passages: list[Passage]
     timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready values (a worker sends this back to the asking process)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        """The inverse of ``to_dict``."""
+        return cls([Passage(**p) for p in data["passages"]], dict(data.get("timings", {})))
 
 
 def documents_matching(catalog: Catalog, path_glob: str) -> list[str]:

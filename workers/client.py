@@ -16,25 +16,16 @@ class WorkerUnavailableError(RuntimeError):
     """No worker answered, or none answered in time; the message is one line, fit to show to the user."""
 
 
-def ask_on_worker(
-    settings: Settings,
-    question: str,
-    *,
-    passages: int | None = None,
-    answers: int | None = None,
-    path_glob: str | None = None,
-) -> dict[str, Any]:
-    """Run ``spanqa.ask`` on a running worker and wait for its answer.
+def call_worker(settings: Settings, task: str, *args: Any) -> dict[str, Any]:
+    """Run ``task`` (``spanqa.ask`` or ``spanqa.search``) on a running worker and wait for its result.
 
     Args:
         settings: with ``broker_url`` set.
-        question: the question.
-        passages: passages to read (default: the worker's setting).
-        answers: answers to return (default: the worker's setting).
-        path_glob: only documents whose path matches this glob.
+        task: the task name.
+        *args: its arguments (JSON values).
 
     Returns:
-        ``AskResult.to_dict()`` as computed by the worker.
+        The task's result: ``AskResult.to_dict()`` or ``SearchResult.to_dict()`` as computed by the worker.
 
     Raises:
         WorkerUnavailableError: no worker is running, or none answered within ``ask_timeout_s``.
@@ -46,7 +37,7 @@ def ask_on_worker(
     app = create_app(settings)
     if not app.control.ping(timeout=PING_TIMEOUT_S):
         raise WorkerUnavailableError("no spanqa worker answers on the broker")
-    pending = app.send_task("spanqa.ask", args=[question, passages, answers, path_glob])
+    pending = app.send_task(task, args=list(args))
     try:
         data: dict[str, Any] = pending.get(timeout=settings.ask_timeout_s)
     except ResultTimeout:

@@ -132,6 +132,14 @@ def register_tasks(app: Celery) -> None:
         result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
         return result.to_dict()
 
+    @app.task(name="spanqa.search", shared=False, ignore_result=False, acks_late=False)
+    def search(query: str, top_k: int = 10, path_glob: str | None = None) -> dict[str, Any]:
+        """Retriever-only search on the worker that owns the embedded store."""
+        from spanqa import pipeline
+
+        result = pipeline.search(state_of(app).runtime, query, top_k=top_k, path_glob=path_glob)
+        return result.to_dict()
+
     @app.task(name="spanqa.sweep", bind=True, **retry)
     def sweep(self: Task) -> int:
         """Re-scan every watched folder: new and changed files are ingested, vanished ones pruned."""

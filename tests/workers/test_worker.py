@@ -125,11 +125,17 @@ def test_background_ingest_through_a_worker_is_idempotent(
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 4
         result = CliRunner().invoke(main, ["jobs", first, "--json"], env=worker_env)
         assert json.loads(result.output)["state"] == "done"
-        # The worker owns the embedded store: another process is told so at once, in one line.
+        # The worker owns the embedded store: a command that must open it is told so at once, in one line.
         started = time.time()
-        result = CliRunner().invoke(main, ["search", "Broncos"], env=worker_env)
+        inline_env = {k: v for k, v in worker_env.items() if k != "SPANQA_BROKER_URL"}
+        result = CliRunner().invoke(main, ["search", "Broncos"], env=inline_env)
         assert result.exit_code == 2 and "in use by another spanqa process" in result.output
         assert len(result.output.strip().splitlines()) == 1 and time.time() - started < 30
+        # With the broker, search runs on the worker instead.
+        result = CliRunner().invoke(main, ["search", "Broncos", "--json"], env=worker_env)
+        assert result.exit_code == 0, result.output
+        found = json.loads(result.output)["passages"]
+        assert found and [p["rank"] for p in found] == list(range(1, len(found) + 1))
         # A question is not refused: it runs on the worker that holds the store, and comes back whole.
         result = CliRunner().invoke(main, ["ask", "Who talks about Santa Clara?", "--json"], env=worker_env)
         assert result.exit_code == 0, result.output
