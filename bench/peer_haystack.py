@@ -439,8 +439,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise FileNotFoundError(
                     f"{args.reader} is not a local model folder (offline: hub ids cannot be downloaded)"
                 )
+            import torch
+
+            # transformers 5 loads weights in their stored dtype; the shipped reader is stored in float16,
+            # which is slow on CPU. spanqa computes in float32, so Haystack's reader does too.
             reader = hs["ExtractiveReader"](
-                model=args.reader, top_k=1, no_answer=False, max_seq_length=384, stride=128, token=None
+                model=args.reader,
+                top_k=1,
+                no_answer=False,
+                max_seq_length=384,
+                stride=128,
+                token=None,
+                model_kwargs={"dtype": torch.float32},
             )
             reader.warm_up()
         except Exception as exc:
