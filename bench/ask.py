@@ -40,6 +40,7 @@ def main() -> None:
     )
     parser.add_argument("--backend", choices=("auto", "onnx", "torch"), default="auto", help="reader_backend")
     parser.add_argument("--precision", choices=("fp32", "int8"), default="fp32", help="reader_precision")
+    parser.add_argument("--batch-size", type=int, help="reader_batch_size (default: the setting's default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -55,6 +56,7 @@ def main() -> None:
         reader_model=reader,
         reader_backend=args.backend,
         reader_precision=args.precision,
+        **({"reader_batch_size": args.batch_size} if args.batch_size else {}),
     )
     with Runtime(settings) as runtime:
         report = runtime.ingest_job().run([work / "docs"])
@@ -79,6 +81,7 @@ def main() -> None:
         "reader_model": reader,
         "reader_backend": type(runtime.reader._model).__name__,
         "reader_precision": args.precision,
+        "reader_batch_size": settings.reader_batch_size,
         "retriever_model": settings.retriever_model,
         "files": len(report.outcomes),
         "chunks": chunks,
