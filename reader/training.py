@@ -473,6 +473,9 @@ def _read_history(out_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+KEPT_ON_EXPORT = ("MODEL_CARD.md", "README.md", "LICENSE")
+
+
 def export_model(source: str | Path, destination: str | Path, *, half: bool = True) -> Path:
     """Copy a trained reader for shipping: safetensors weights (fp16 halves the size) and tokenizer files."""
     import torch
@@ -483,5 +486,13 @@ def export_model(source: str | Path, destination: str | Path, *, half: bool = Tr
     if half:
         model = model.half()
     destination = Path(destination)
+    # A model card written by hand beside the weights outlives the weights it describes being replaced.
+    cards = {
+        name: (destination / name).read_bytes()
+        for name in KEPT_ON_EXPORT
+        if (destination / name).is_file()
+    }
     _save_model(model, tokenizer, destination)
+    for name, content in cards.items():
+        (destination / name).write_bytes(content)
     return destination

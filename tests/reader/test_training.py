@@ -152,3 +152,19 @@ def test_cli_train_without_a_terminal_logs_progress_lines(
     assert result.exit_code == 0, result.output
     assert "finished at step 20/20" in result.output
     assert any("step 20/20" in record.getMessage() for record in caplog.records)
+
+
+def test_export_halves_the_weights_and_keeps_the_model_card(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
+    from safetensors import safe_open
+
+    from reader.training import export_model
+
+    destination = tmp_path / "shipped"
+    destination.mkdir()
+    (destination / "MODEL_CARD.md").write_text("# card\n")
+    (destination / "stale.bin").write_bytes(b"old weights")
+    export_model(tiny_qa_bert_dir, destination)
+    assert (destination / "MODEL_CARD.md").read_text() == "# card\n"
+    assert not (destination / "stale.bin").exists()
+    with safe_open(str(destination / "model.safetensors"), framework="pt") as weights:
+        assert {str(weights.get_tensor(k).dtype) for k in weights.keys()} == {"torch.float16"}
