@@ -488,9 +488,7 @@ def export_model(source: str | Path, destination: str | Path, *, half: bool = Tr
     destination = Path(destination)
     # A model card written by hand beside the weights outlives the weights it describes being replaced.
     cards = {
-        name: (destination / name).read_bytes()
-        for name in KEPT_ON_EXPORT
-        if (destination / name).is_file()
+        name: (destination / name).read_bytes() for name in KEPT_ON_EXPORT if (destination / name).is_file()
     }
     _save_model(model, tokenizer, destination)
     for name, content in cards.items():

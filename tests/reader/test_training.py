@@ -167,4 +167,4 @@ def test_export_halves_the_weights_and_keeps_the_model_card(tiny_qa_bert_dir: Pa
     assert (destination / "MODEL_CARD.md").read_text() == "# card\n"
     assert not (destination / "stale.bin").exists()
     with safe_open(str(destination / "model.safetensors"), framework="pt") as weights:
-        assert {str(weights.get_tensor(k).dtype) for k in weights.keys()} == {"torch.float16"}
+        assert {str(weights.get_tensor(k).dtype) for k in weights.keys()} == {"torch.float16"}  # noqa: SIM118 - safe_open has keys(), no iteration
