@@ -383,6 +383,7 @@ class _StoreGateway:
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
         self.on_worker = False
+        self._client: Any = None
 
     def warm_up_reader(self) -> None:
         self._use_worker_if_store_is_held()
@@ -420,10 +421,13 @@ class _StoreGateway:
         return self.on_worker
 
     def _call(self, task: str, *args: Any) -> dict[str, Any]:
-        from workers.client import WorkerUnavailableError, call_worker
+        from workers.client import WorkerClient, WorkerUnavailableError
 
+        if self._client is None:
+            self._client = WorkerClient(self.runtime.settings)
         try:
-            return call_worker(self.runtime.settings, task, *args)
+            result: dict[str, Any] = self._client.call(task, *args)
+            return result
         except WorkerUnavailableError as exc:
             raise UserError(f"the vector store is held by another process and {exc}") from exc
 
