@@ -72,7 +72,7 @@ class ExtractiveReader:
         doc_stride: int = 128,
         max_question_tokens: int = 64,
         max_answer_tokens: int = 30,
-        batch_size: int = 16,
+        batch_size: int = 4,
         top_k: int = 5,
         device: str = "cpu",
         backend: str = "auto",

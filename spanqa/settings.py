@@ -61,7 +61,7 @@ class Settings:
     reader_model: str = DEFAULT_READER_MODEL
     reader_backend: str = "auto"
     reader_precision: str = "fp32"
-    reader_batch_size: int = 16
+    reader_batch_size: int = 4
     max_seq_len: int = 384
     doc_stride: int = 128
     max_question_tokens: int = 64
