@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spanqa.onnx_export import cached_export_path, export_module, open_session
+from spanqa.settings import CHOICES
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SPAN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-READER_PRECISIONS = ("fp32", "int8")
+READER_PRECISIONS = CHOICES["reader_precision"]
 # An export whose logits differ more than this from torch's is not used (fp32 kernels differ ~1e-5).
 EXPORT_TOLERANCE = 1e-3
 

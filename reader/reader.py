@@ -16,14 +16,15 @@ from reader.model import (
     resolve_reader_model,
     run_windows,
 )
+from spanqa.settings import CHOICES
 
 if TYPE_CHECKING:
     from spanqa.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-READER_BACKENDS = ("auto", "onnx", "torch")
-READER_PRECISIONS = ("fp32", "int8")
+READER_BACKENDS = CHOICES["reader_backend"]
+READER_PRECISIONS = CHOICES["reader_precision"]
 
 
 @dataclass
