@@ -10,7 +10,6 @@ in reader/models, else all-MiniLM-L6-v2 with an untrained span head (same size, 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, summarize_ms, write_corpus
+from bench.common import emit_results, machine, summarize_ms, write_corpus
 from reader.model import SHIPPED_MODELS_DIR
 from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
@@ -90,10 +89,7 @@ def main() -> None:
         "questions": len(sample),
         "latency": {key: summarize_ms(values) for key, values in stages.items()},
     }
-    print(json.dumps(results, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    emit_results(results, args.out)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ and is skipped, saying why, when it does not answer.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -24,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, summarize_ms
+from bench.common import emit_results, machine, summarize_ms
 from ingest.catalog import Catalog, document_id_for
 from spanqa.types import Chunk, Document
 
@@ -130,9 +129,7 @@ def main() -> None:
             engine.dispose()
     except sqlalchemy.exc.OperationalError as exc:
         results["postgresql"] = {"skipped": f"no PostgreSQL at {pg_url}: {str(exc).splitlines()[0]}"}
-    print(json.dumps(results, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    emit_results(results, args.out)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,15 @@ def summarize_ms(seconds: list[float]) -> dict[str, float]:
     }
 
 
+def emit_results(results: dict[str, Any], out: Path | None) -> None:
+    """Print the results as JSON and, with ``out``, write them there too (what every bench reports)."""
+    text = json.dumps(results, indent=2)
+    print(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+
+
 def machine() -> dict[str, Any]:
     import torch
 

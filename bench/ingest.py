@@ -10,7 +10,6 @@ times `spanqa search` queries (query encoding included) against the full index.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, summarize_ms, write_corpus
+from bench.common import emit_results, machine, summarize_ms, write_corpus
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
@@ -78,10 +77,7 @@ def main() -> None:
         "search_encode": summarize_ms(encodes),
         "search_index": summarize_ms(searches),
     }
-    print(json.dumps(results, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    emit_results(results, args.out)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import SQUAD_TRAIN, machine, squad_articles
+from bench.common import SQUAD_TRAIN, emit_results, machine, squad_articles
 from ingest.catalog import Catalog
 from spanqa.settings import Settings
 
@@ -183,10 +183,7 @@ def main() -> None:
             raise SystemExit(f"inline ingest failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
         results["inline_seconds"] = round(seconds, 1)
         results["inline_files_per_s"] = round(args.files / seconds, 1)
-    print(json.dumps(results, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
+    emit_results(results, args.out)
 
 
 if __name__ == "__main__":
