@@ -386,8 +386,7 @@ class _StoreGateway:
         self._client: Any = None
 
     def warm_up_reader(self) -> None:
-        self._use_worker_if_store_is_held()
-        if not self.on_worker:
+        if not self._use_worker_if_store_is_held():
             self.runtime.reader.warm_up()
 
     def ask(self, question: str, **options: Any) -> Any:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from spanqa.settings import Settings
-
-logger = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 2.0
 
