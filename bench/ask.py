@@ -24,7 +24,7 @@ from reader.model import SHIPPED_MODELS_DIR
 from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
 from spanqa.runtime import Runtime
-from spanqa.settings import DEFAULT_READER_MODEL, Settings
+from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings
 
 
 def main() -> None:
@@ -37,8 +37,9 @@ def main() -> None:
     parser.add_argument(
         "--reader", help="Reader name or path (default: shipped, else untrained MiniLM head)."
     )
-    parser.add_argument("--backend", choices=("auto", "onnx", "torch"), default="auto", help="reader_backend")
-    parser.add_argument("--precision", choices=("fp32", "int8"), default="fp32", help="reader_precision")
+    for option in ("backend", "precision"):
+        name = f"reader_{option}"
+        parser.add_argument(f"--{option}", choices=CHOICES[name], default="auto", help=name)
     parser.add_argument("--batch-size", type=int, help="reader_batch_size (default: the setting's default)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -79,8 +80,8 @@ def main() -> None:
         "machine": machine(),
         "reader_model": reader,
         "reader_backend": type(runtime.reader._model).__name__,
-        "reader_precision": args.precision,
-        "reader_batch_size": settings.reader_batch_size,
+        "reader_precision": runtime.reader.loaded_precision,
+        "reader_batch_size": runtime.reader.batch_size,
         "retriever_model": settings.retriever_model,
         "files": len(report.outcomes),
         "chunks": chunks,

@@ -25,6 +25,17 @@ logger = logging.getLogger(__name__)
 
 READER_BACKENDS = CHOICES["reader_backend"]
 READER_PRECISIONS = CHOICES["reader_precision"]
+# Windows per forward pass on a GPU; on a CPU one per pass is fastest (no padding; see auto_batch_size).
+GPU_BATCH_SIZE = 32
+
+
+def auto_batch_size(device: str) -> int:
+    """Windows per forward pass for ``device``.
+
+    On a CPU the matrix products of one ~200-token window already keep the cores busy, so batching only adds
+    padding: one window per pass read 10 passages 7% faster than batches of 4 (docs/benchmarks.md).
+    """
+    return 1 if device == "cpu" else GPU_BATCH_SIZE
 
 
 @dataclass
@@ -55,14 +66,15 @@ class ExtractiveReader:
         doc_stride: tokens shared by consecutive windows.
         max_question_tokens: longer questions are cut.
         max_answer_tokens: the longest answer span.
-        batch_size: windows per forward pass.
+        batch_size: windows per forward pass; 0 picks one for the device (see ``auto_batch_size``).
         top_k: spans returned per question.
         device: a torch device name.
         backend: "auto" (ONNX Runtime on CPU for a local model when it is installed, else torch), "onnx"
             or "torch".
         cache_dir: where the ONNX export is kept; without one the reader runs on torch.
         threads: ONNX Runtime intra-op threads (0: its default).
-        precision: "fp32", or "int8" (dynamic quantization on ONNX Runtime; needs the ONNX backend).
+        precision: "auto" (int8 where the reader runs on ONNX Runtime, else fp32), "fp32", or "int8"
+            (per-channel dynamic quantization on ONNX Runtime; needs the ONNX backend).
     """
 
     def __init__(
@@ -73,13 +85,13 @@ class ExtractiveReader:
         doc_stride: int = 128,
         max_question_tokens: int = 64,
         max_answer_tokens: int = 30,
-        batch_size: int = 4,
+        batch_size: int = 0,
         top_k: int = 5,
         device: str = "cpu",
         backend: str = "auto",
         cache_dir: str | Path | None = None,
         threads: int = 0,
-        precision: str = "fp32",
+        precision: str = "auto",
     ) -> None:
         if backend not in READER_BACKENDS:
             raise ValueError(f"reader backend must be one of {', '.join(READER_BACKENDS)}, not {backend!r}")
@@ -92,7 +104,7 @@ class ExtractiveReader:
         self.doc_stride = doc_stride
         self.max_question_tokens = max_question_tokens
         self.max_answer_tokens = max_answer_tokens
-        self.batch_size = batch_size
+        self.batch_size = batch_size or auto_batch_size(device)
         self.top_k = top_k
         self.device = device
         self.backend = backend
@@ -101,6 +113,8 @@ class ExtractiveReader:
         self.precision = precision
         self._model: Any = None
         self._tokenizer: Any = None
+        # What warm_up loaded: "int8" or "fp32" (None before, or for a model handed to from_loaded).
+        self.loaded_precision: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExtractiveReader:
@@ -130,12 +144,19 @@ class ExtractiveReader:
         """Load the model and tokenizer (once): on ONNX Runtime where possible, else on torch."""
         if self._model is not None:
             return
-        if self.backend != "torch" or self.precision != "fp32":
+        if self.backend != "torch" or self.precision == "int8":
             loaded = self._load_onnx()
             if loaded is not None:
                 self._model, self._tokenizer = loaded
+                self.loaded_precision = self._onnx_precision
                 return
         self._model, self._tokenizer = load_reader_model(self.model_name, device=self.device)
+        self.loaded_precision = "fp32"
+
+    @property
+    def _onnx_precision(self) -> str:
+        # "auto" takes int8 on ONNX Runtime: per-channel int8 read 25% faster for 0.5 F1 (docs/benchmarks.md).
+        return "fp32" if self.precision == "fp32" else "int8"
 
     def _load_onnx(self) -> tuple[Any, Any] | None:
         """The ONNX model, or None where "auto" falls back to torch.
@@ -144,10 +165,8 @@ class ExtractiveReader:
             ReaderLoadError: when ONNX Runtime is required (backend "onnx", or int8) and cannot run it.
         """
         location = Path(resolve_reader_model(self.model_name))
-        strict = self.backend == "onnx" or self.precision != "fp32"
-        required_by = (
-            f"reader_precision '{self.precision}'" if self.precision != "fp32" else "reader_backend 'onnx'"
-        )
+        strict = self.backend == "onnx" or self.precision == "int8"
+        required_by = "reader_precision 'int8'" if self.precision == "int8" else "reader_backend 'onnx'"
         unusable = (
             "reader_backend is 'torch'"
             if self.backend == "torch"
@@ -171,7 +190,7 @@ class ExtractiveReader:
             from reader.onnx_model import load_onnx_reader
 
             return load_onnx_reader(
-                location, cache_dir=self.cache_dir, threads=self.threads, precision=self.precision
+                location, cache_dir=self.cache_dir, threads=self.threads, precision=self._onnx_precision
             )
         except Exception as exc:  # an architecture the exporter cannot trace: torch still can
             if strict:

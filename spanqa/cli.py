@@ -658,6 +658,7 @@ def reader_eval(
             reader, examples, no_answer_threshold=threshold, on_progress=lambda n: progress.advance(task, n)
         )
     metrics["model"] = settings.reader_model
+    metrics["precision"] = reader.loaded_precision
     metrics["data"] = data
     metrics["threshold"] = threshold
     if as_json:

@@ -202,6 +202,7 @@ def evaluate_squad(
         "passages_read": n_passages,
         "retriever_model": runtime.settings.retriever_model,
         "reader_model": runtime.settings.reader_model,
+        "reader_precision": runtime.reader.loaded_precision,
         "recall": {f"@{k}": round(100.0 * recall_counts[k] / n, 2) for k in RECALL_AT},
         "reader_only": {
             "exact_match": round(reader_metrics["exact_match"], 2),

@@ -23,7 +23,7 @@ SECRET_FIELDS = frozenset({"qdrant_api_key"})
 CHOICES: dict[str, tuple[str, ...]] = {
     "encoder_backend": ("auto", "onnx", "torch"),
     "reader_backend": ("auto", "onnx", "torch"),
-    "reader_precision": ("fp32", "int8"),
+    "reader_precision": ("auto", "fp32", "int8"),
 }
 
 
@@ -60,8 +60,8 @@ class Settings:
 
     reader_model: str = DEFAULT_READER_MODEL
     reader_backend: str = "auto"
-    reader_precision: str = "fp32"
-    reader_batch_size: int = 4
+    reader_precision: str = "auto"
+    reader_batch_size: int = 0
     max_seq_len: int = 384
     doc_stride: int = 128
     max_question_tokens: int = 64

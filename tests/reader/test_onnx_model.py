@@ -27,7 +27,9 @@ def test_onnx_reader_gives_torch_logits_and_answers(
 ) -> None:
     folder: Path = request.getfixturevalue(model_fixture)
     settings = {"max_seq_len": 128, "doc_stride": 32, "batch_size": 4}
-    on_onnx = ExtractiveReader(model=str(folder), backend="onnx", cache_dir=tmp_path, **settings)
+    on_onnx = ExtractiveReader(
+        model=str(folder), backend="onnx", cache_dir=tmp_path, precision="fp32", **settings
+    )
     on_torch = ExtractiveReader(model=str(folder), backend="torch", **settings)
     on_onnx.warm_up()
     on_torch.warm_up()
@@ -54,14 +56,14 @@ def test_export_is_cached_and_redone_when_the_weights_change(tiny_qa_bert_dir: P
     cache = tmp_path / "cache"
     ExtractiveReader(model=str(model), cache_dir=cache).warm_up()
     first = sorted(cache.glob("*-reader-*.onnx"))
-    assert len(first) == 1
+    assert sorted(p.name.endswith("-int8pc.onnx") for p in first) == [False, True]  # export, int8 copy
     ExtractiveReader(model=str(model), cache_dir=cache).warm_up()
     assert sorted(cache.glob("*-reader-*.onnx")) == first
     config = json.loads((model / "config.json").read_text())
     config["layer_norm_eps"] = 1e-6
     (model / "config.json").write_text(json.dumps(config))
     ExtractiveReader(model=str(model), cache_dir=cache).warm_up()
-    assert len(list(cache.glob("*-reader-*.onnx"))) == 2
+    assert len(list(cache.glob("*-reader-*.onnx"))) == 4
 
 
 def test_auto_falls_back_to_torch_and_onnx_says_why_not(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
@@ -93,10 +95,11 @@ def test_a_failed_export_falls_back_to_torch_under_auto(
 
 
 def test_int8_reader_is_a_quantized_export_with_valid_spans(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
-    fp32 = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path)
+    fp32 = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path, precision="fp32")
     int8 = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path, precision="int8")
     a, b = fp32.run(QUESTION, PASSAGES), int8.run(QUESTION, PASSAGES)
-    assert len(list(tmp_path.glob("*-reader-*-int8.onnx"))) == 1
+    assert len(list(tmp_path.glob("*-reader-*-int8pc.onnx"))) == 1
+    assert (fp32.loaded_precision, int8.loaded_precision) == ("fp32", "int8")
     assert a.windows == b.windows and b.spans
     for span in b.spans:
         passage = PASSAGES[span.passage_index]
@@ -109,6 +112,21 @@ def test_int8_reader_is_a_quantized_export_with_valid_spans(tiny_qa_bert_dir: Pa
     )
     # Quantized, not a copy: close to the fp32 logits but not equal to them.
     assert 0 < np.abs(s1 - s2).max() < 0.5 * (np.abs(s1).max() + 1)
+
+
+def test_auto_precision_is_int8_on_onnx_runtime_and_fp32_on_torch(
+    tiny_qa_bert_dir: Path, tmp_path: Path
+) -> None:
+    on_onnx = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path)
+    on_torch = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path, backend="torch")
+    no_cache = ExtractiveReader(model=str(tiny_qa_bert_dir))
+    for reader in (on_onnx, on_torch, no_cache):
+        assert reader.precision == "auto"
+        assert reader.run(QUESTION, PASSAGES[:1]).windows == 1
+    assert isinstance(on_onnx._model, OnnxSpanModel) and on_onnx.loaded_precision == "int8"
+    # auto never fails for want of ONNX Runtime: it reads in fp32 on torch instead.
+    assert not isinstance(on_torch._model, OnnxSpanModel) and on_torch.loaded_precision == "fp32"
+    assert not isinstance(no_cache._model, OnnxSpanModel) and no_cache.loaded_precision == "fp32"
 
 
 def test_int8_needs_onnx_runtime_and_says_so(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:

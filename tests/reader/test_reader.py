@@ -90,3 +90,24 @@ def test_shipped_name_resolves_to_the_models_folder() -> None:
     else:
         with pytest.raises(ReaderLoadError):
             resolve_reader_model("spanqa-reader-minilm")
+
+
+def test_batch_size_zero_picks_one_window_per_pass_on_cpu(tiny_qa_bert_dir: Path) -> None:
+    assert ExtractiveReader(model=str(tiny_qa_bert_dir)).batch_size == 1
+    assert ExtractiveReader(model=str(tiny_qa_bert_dir), device="cuda").batch_size == 32
+    assert ExtractiveReader(model=str(tiny_qa_bert_dir), batch_size=8).batch_size == 8
+
+
+def test_answers_do_not_depend_on_the_batch_size(tiny_qa_bert_dir: Path) -> None:
+    passages = ["Denver beat Carolina in Santa Clara. " * 9, "short", "Levi's Stadium hosted the game. " * 4]
+    results = [
+        ExtractiveReader(model=str(tiny_qa_bert_dir), max_seq_len=48, doc_stride=16, batch_size=size).run(
+            "Who won the game?", passages
+        )
+        for size in (1, 3)
+    ]
+    assert results[0].windows == results[1].windows > len(passages)
+    assert [(s.passage_index, s.char_start, s.char_end) for s in results[0].spans] == [
+        (s.passage_index, s.char_start, s.char_end) for s in results[1].spans
+    ]
+    assert [s.score for s in results[0].spans] == pytest.approx([s.score for s in results[1].spans], abs=1e-4)

@@ -36,7 +36,7 @@ def test_config_file_from_env_and_spanqa_table(tmp_path: Path) -> None:
     [
         ({"SPANQA_CHUNK_TOKENS": "many"}, "chunk_tokens"),
         ({"SPANQA_RETRIEVER_WEIGHT": "x"}, "retriever_weight"),
-        ({"SPANQA_READER_PRECISION": "fp8"}, "reader_precision='fp8' must be one of: fp32, int8"),
+        ({"SPANQA_READER_PRECISION": "fp8"}, "reader_precision='fp8' must be one of: auto, fp32, int8"),
         ({"SPANQA_READER_BACKEND": "cuda"}, "reader_backend"),
         ({"SPANQA_ENCODER_BACKEND": "ONNX "}, "encoder_backend"),
     ],
