@@ -18,11 +18,17 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 ONNX_OPSET = 17
+# Part of every export's fingerprint: a change to how models are exported makes new exports, never a mix.
+# 2: models are traced with eager attention, whose graph ONNX Runtime fuses into its Attention kernel (the
+# SDPA graph of recipe 1 was left unfused): reading 10 passages took 14-16% less time (docs/benchmarks.md).
+EXPORT_RECIPE = 2
+# The attention implementation to load models with before tracing (see EXPORT_RECIPE).
+EXPORT_ATTENTION = "eager"
 
 
 def fingerprint(folder: Path) -> str:
     """Changes when the weights or config change, so a stale export is never used."""
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"recipe {EXPORT_RECIPE}".encode())
     for name in sorted(os.listdir(folder)):
         path = folder / name
         if path.is_file() and (name.endswith((".safetensors", ".bin", ".json")) or name == "vocab.txt"):
@@ -98,4 +104,7 @@ def open_session(onnx_file: Path, *, threads: int = 0) -> Any:
     if threads > 0:
         options.intra_op_num_threads = threads
     options.log_severity_level = 3
+    # Idle pool threads spin by default. The encoder's and the reader's sessions (and Qdrant's threads) share
+    # two cores, so spinning threads of one starve the other: without it an ask took 357 ms instead of 422.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
