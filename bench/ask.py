@@ -1,10 +1,16 @@
 """Ask latency: real MiniLM retriever + a 6-layer MiniLM-size reader over 10 passages, warm.
 
-    .venv/bin/python bench/ask.py --questions 50 --out bench/results/ask.json
+    .venv/bin/python bench/ask.py --questions 40 --out bench/results/ask.json
+    .venv/bin/python bench/ask.py --questions 40 --compare auto:0,fp32:0,fp32:4 \
+        --out bench/results/ask-compare.json
 
 The corpus is SQuAD v1.1 train articles (CC BY-SA 4.0, read from ../shared/datasets) written to a temp
 folder and ingested with the default chunking (200-token chunks). The reader is the shipped one when it is
 in reader/models, else all-MiniLM-L6-v2 with an untrained span head (same size, same speed).
+
+`--compare PRECISION:BATCH,...` times several reader settings in one process over the same index, taking
+turns question by question, so that a slow minute of a shared machine slows every setting alike: on a
+virtual machine whose speed drifts between runs, only such paired numbers compare settings fairly.
 """
 
 from __future__ import annotations
@@ -21,10 +27,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit_results, machine, summarize_ms, write_corpus
 from reader.model import SHIPPED_MODELS_DIR
+from reader.reader import ExtractiveReader
 from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings
+
+STAGES = ("total", "encode", "search", "read")
+# Untimed first questions: the first asks of each reader warm caches and thread pools.
+WARM_UP = 5
+
+
+def parse_compare(text: str) -> list[tuple[str, int]]:
+    """ "auto:0,fp32:4" -> [("auto", 0), ("fp32", 4)] (reader_precision, reader_batch_size)."""
+    configs = []
+    for item in text.split(","):
+        precision, _, batch = item.partition(":")
+        if precision not in CHOICES["reader_precision"] or not batch.isdigit():
+            raise SystemExit(f"--compare: {item!r} is not PRECISION:BATCH_SIZE (e.g. auto:0, fp32:4)")
+        configs.append((precision, int(batch)))
+    return configs
 
 
 def main() -> None:
@@ -40,55 +62,65 @@ def main() -> None:
     for option in ("backend", "precision"):
         name = f"reader_{option}"
         parser.add_argument(f"--{option}", choices=CHOICES[name], default="auto", help=name)
-    parser.add_argument("--batch-size", type=int, help="reader_batch_size (default: the setting's default)")
+    parser.add_argument("--batch-size", type=int, default=0, help="reader_batch_size (0: the device's)")
+    parser.add_argument("--compare", help="PRECISION:BATCH,... reader settings timed in turns")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    configs = parse_compare(args.compare) if args.compare else [(args.precision, args.batch_size)]
 
-    reader = args.reader
-    if reader is None:
+    reader_model = args.reader
+    if reader_model is None:
         shipped = SHIPPED_MODELS_DIR / DEFAULT_READER_MODEL
-        reader = str(shipped) if shipped.is_dir() else resolve_encoder_model("all-MiniLM-L6-v2")
+        reader_model = str(shipped) if shipped.is_dir() else resolve_encoder_model("all-MiniLM-L6-v2")
     work = Path(tempfile.mkdtemp(prefix="spanqa-bench-ask-"))
     _, questions = write_corpus(work / "docs", min_chars=args.corpus_chars)
     settings = Settings.load(
-        environ={},
-        data_dir=work / "data",
-        reader_model=reader,
-        reader_backend=args.backend,
-        reader_precision=args.precision,
-        **({"reader_batch_size": args.batch_size} if args.batch_size else {}),
+        environ={}, data_dir=work / "data", reader_model=reader_model, reader_backend=args.backend
     )
     with Runtime(settings) as runtime:
         report = runtime.ingest_job().run([work / "docs"])
-        runtime.reader.warm_up()
-        sample = random.Random(3).sample(questions, min(args.questions, len(questions)))
-        for q in sample[:5]:
-            pipeline.ask(runtime, q, passages=args.passages)
-        stages: dict[str, list[float]] = {"total": [], "encode": [], "search": [], "read": []}
-        windows = 0
-        for q in sample:
-            started = time.perf_counter()
-            result = pipeline.ask(runtime, q, passages=args.passages)
-            stages["total"].append(time.perf_counter() - started)
-            for key in ("encode", "search", "read"):
-                stages[key].append(result.timings[key])
-            windows += len(result.passages)
+        readers = []
+        for precision, batch_size in configs:
+            reader = ExtractiveReader.from_settings(
+                settings.replace(reader_precision=precision, reader_batch_size=batch_size)
+            )
+            reader.warm_up()
+            readers.append(reader)
+        sample = random.Random(3).sample(questions, min(args.questions + WARM_UP, len(questions)))
+        times: list[dict[str, list[float]]] = [{key: [] for key in STAGES} for _ in readers]
+        for position, question in enumerate(sample):
+            warming = position < WARM_UP
+            for reader, stages in zip(readers, times, strict=True):
+                runtime._reader = reader  # the bench swaps readers over one open index
+                started = time.perf_counter()
+                result = pipeline.ask(runtime, question, passages=args.passages)
+                if warming:
+                    continue
+                stages["total"].append(time.perf_counter() - started)
+                for key in ("encode", "search", "read"):
+                    stages[key].append(result.timings[key])
         chunks = runtime.catalog.counts()["chunks"]
+    runs = [
+        {
+            "reader_backend": type(reader._model).__name__,
+            "reader_precision": reader.loaded_precision,
+            "reader_batch_size": reader.batch_size,
+            "latency": {key: summarize_ms(values) for key, values in stages.items()},
+        }
+        for reader, stages in zip(readers, times, strict=True)
+    ]
     results = {
         "benchmark": "ask",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
-        "reader_model": reader,
-        "reader_backend": type(runtime.reader._model).__name__,
-        "reader_precision": runtime.reader.loaded_precision,
-        "reader_batch_size": runtime.reader.batch_size,
+        "reader_model": reader_model,
         "retriever_model": settings.retriever_model,
         "files": len(report.outcomes),
         "chunks": chunks,
         "chunk_tokens": settings.chunk_tokens,
         "passages_per_question": args.passages,
-        "questions": len(sample),
-        "latency": {key: summarize_ms(values) for key, values in stages.items()},
+        "questions": len(sample) - WARM_UP,
+        **(runs[0] if len(runs) == 1 else {"compare": runs}),
     }
     emit_results(results, args.out)
 

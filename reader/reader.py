@@ -25,15 +25,16 @@ logger = logging.getLogger(__name__)
 
 READER_BACKENDS = CHOICES["reader_backend"]
 READER_PRECISIONS = CHOICES["reader_precision"]
-# Windows per forward pass on a GPU; on a CPU one per pass is fastest (no padding; see auto_batch_size).
+# Windows per forward pass on a GPU; on a CPU one per pass (no padding; see auto_batch_size).
 GPU_BATCH_SIZE = 32
 
 
 def auto_batch_size(device: str) -> int:
     """Windows per forward pass for ``device``.
 
-    On a CPU the matrix products of one ~200-token window already keep the cores busy, so batching only adds
-    padding: one window per pass read 10 passages 7% faster than batches of 4 (docs/benchmarks.md).
+    On a CPU the matrix products of one ~200-token window already keep the cores busy, so batching buys
+    nothing but padding: int8 read 10 passages in 302 ms one window per pass against 314 ms in batches of 4
+    (paired runs, docs/benchmarks.md).
     """
     return 1 if device == "cpu" else GPU_BATCH_SIZE
 
