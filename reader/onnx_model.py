@@ -104,7 +104,7 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
 
     Weights are int8 with one scale per output channel, activations are quantized per batch. One scale per
     weight tensor (the per-tensor default) cost the shipped reader 4.1 F1 on SQuAD dev; per channel it costs
-    0.5 F1 at the same speed (docs/benchmarks.md).
+    0.4 F1 at the same speed (docs/benchmarks.md).
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -133,8 +133,8 @@ def load_onnx_reader(
         folder: a local ``AutoModelForQuestionAnswering`` folder.
         cache_dir: where exports are kept.
         threads: ONNX Runtime intra-op threads (0: its default).
-        precision: "fp32" (the model's own logits) or "int8" (dynamic quantization: faster on CPUs with
-            int8 dot-product instructions, slightly different logits; see docs/benchmarks.md).
+        precision: "fp32" (the model's own logits) or "int8" (dynamic quantization, weights per channel:
+            faster, slightly different logits; see docs/benchmarks.md).
     """
     if precision not in ONNX_PRECISIONS:
         raise ValueError(f"ONNX precision must be one of {', '.join(ONNX_PRECISIONS)}, not {precision!r}")
