@@ -33,8 +33,8 @@ def auto_batch_size(device: str) -> int:
     """Windows per forward pass for ``device``.
 
     On a CPU the matrix products of one ~200-token window already keep the cores busy, so batching buys
-    nothing but padding: int8 read 10 passages in 302 ms one window per pass against 314 ms in batches of 4
-    (paired runs, docs/benchmarks.md).
+    nothing but padding: int8 read 10 passages in 302 and 224 ms one window per pass against 314 and 221 ms
+    in batches of 4 (two paired runs, docs/benchmarks.md).
     """
     return 1 if device == "cpu" else GPU_BATCH_SIZE
 
