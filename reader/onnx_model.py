@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spanqa.onnx_export import EXPORT_ATTENTION, cached_export_path, export_module, open_session
+from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -59,9 +59,7 @@ def export_span_model(folder: Path, destination: Path) -> Path:
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    model = AutoModelForQuestionAnswering.from_pretrained(
-        str(folder), dtype=torch.float32, attn_implementation=EXPORT_ATTENTION
-    ).eval()
+    model = load_for_export(AutoModelForQuestionAnswering, folder)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     sample = tokenizer(
         ["Who won?", "Where was the game played this year?"],

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from retriever.encoder import EncoderLoadError, resolve_encoder_model
-from spanqa.onnx_export import EXPORT_ATTENTION, cached_export_path, export_module, open_session
+from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +55,9 @@ def uses_mean_pooling(folder: Path) -> bool:
 
 def export_onnx(folder: Path, destination: Path) -> Path:
     """Export the transformer of ``folder`` (token embeddings out) to ONNX at ``destination``."""
-    import torch
     from transformers import AutoModel, AutoTokenizer
 
-    model = AutoModel.from_pretrained(
-        str(folder), dtype=torch.float32, attn_implementation=EXPORT_ATTENTION
-    ).eval()
+    model = load_for_export(AutoModel, folder)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     sample = tokenizer(["an example sentence", "another one"], return_tensors="pt", padding=True)
     inputs = {n: sample[n] for n in ONNX_INPUTS if n in sample}

@@ -22,7 +22,7 @@ ONNX_OPSET = 17
 # 2: models are traced with eager attention, whose graph ONNX Runtime fuses into its Attention kernel (the
 # SDPA graph of recipe 1 was left unfused): reading 10 passages took 14-16% less time (docs/benchmarks.md).
 EXPORT_RECIPE = 2
-# The attention implementation to load models with before tracing (see EXPORT_RECIPE).
+# The attention implementation models are loaded with before tracing (see EXPORT_RECIPE).
 EXPORT_ATTENTION = "eager"
 
 
@@ -41,6 +41,15 @@ def cached_export_path(cache_dir: Path, folder: Path, kind: str) -> Path:
     """Where the export of ``folder`` as ``kind`` (e.g. "encoder", "reader") is kept."""
     suffix = "" if kind == "encoder" else f"-{kind}"
     return cache_dir / f"{folder.name}{suffix}-{fingerprint(folder)}.onnx"
+
+
+def load_for_export(auto_class: Any, folder: Path) -> Any:
+    """``auto_class.from_pretrained(folder)`` as every export traces it: fp32, recipe attention, eval mode."""
+    import torch
+
+    return auto_class.from_pretrained(
+        str(folder), dtype=torch.float32, attn_implementation=EXPORT_ATTENTION
+    ).eval()
 
 
 def export_module(
