@@ -31,22 +31,23 @@ from reader.reader import ExtractiveReader
 from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
 from spanqa.runtime import Runtime
-from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings
+from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings, SettingsError
 
 STAGES = ("total", "encode", "search", "read")
 # Untimed first questions: the first asks of each reader warm caches and thread pools.
 WARM_UP = 5
 
 
-def parse_compare(text: str) -> list[tuple[str, int]]:
-    """ "auto:0,fp32:4" -> [("auto", 0), ("fp32", 4)] (reader_precision, reader_batch_size)."""
-    configs = []
-    for item in text.split(","):
-        precision, _, batch = item.partition(":")
-        if precision not in CHOICES["reader_precision"] or not batch.isdigit():
-            raise SystemExit(f"--compare: {item!r} is not PRECISION:BATCH_SIZE (e.g. auto:0, fp32:4)")
-        configs.append((precision, int(batch)))
-    return configs
+def reader_settings(
+    settings: Settings, compare: str | None, precision: str, batch_size: int
+) -> list[Settings]:
+    """One Settings per reader to time: each ``PRECISION:BATCH`` item of ``compare``, else the single one."""
+    items = compare.split(",") if compare else [f"{precision}:{batch_size}"]
+    pairs = [item.partition(":")[::2] for item in items]
+    try:
+        return [settings.replace(reader_precision=p, reader_batch_size=b) for p, b in pairs]
+    except SettingsError as exc:
+        raise SystemExit(f"--compare {compare}: {exc} (items are PRECISION:BATCH_SIZE)") from None
 
 
 def main() -> None:
@@ -66,7 +67,6 @@ def main() -> None:
     parser.add_argument("--compare", help="PRECISION:BATCH,... reader settings timed in turns")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    configs = parse_compare(args.compare) if args.compare else [(args.precision, args.batch_size)]
 
     reader_model = args.reader
     if reader_model is None:
@@ -77,15 +77,12 @@ def main() -> None:
     settings = Settings.load(
         environ={}, data_dir=work / "data", reader_model=reader_model, reader_backend=args.backend
     )
+    configs = reader_settings(settings, args.compare, args.precision, args.batch_size)
     with Runtime(settings) as runtime:
         report = runtime.ingest_job().run([work / "docs"])
-        readers = []
-        for precision, batch_size in configs:
-            reader = ExtractiveReader.from_settings(
-                settings.replace(reader_precision=precision, reader_batch_size=batch_size)
-            )
+        readers = [ExtractiveReader.from_settings(config) for config in configs]
+        for reader in readers:
             reader.warm_up()
-            readers.append(reader)
         sample = random.Random(3).sample(questions, min(args.questions + WARM_UP, len(questions)))
         times: list[dict[str, list[float]]] = [{key: [] for key in STAGES} for _ in readers]
         for position, question in enumerate(sample):
