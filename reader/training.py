@@ -6,6 +6,7 @@ stretches (a checkpoint every N steps; ``resume`` carries on from the exact batc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -54,6 +55,7 @@ class TrainConfig:
     pool_batches: int = 50
     threads: int = 0
     time_limit_minutes: float | None = None
+    device: str = "auto"
 
 
 @dataclass
@@ -235,22 +237,35 @@ def train(
     if resume:
         if not (checkpoint / STATE_FILE).is_file():
             raise FileNotFoundError(f"no checkpoint to resume in {checkpoint}")
-        state = torch.load(checkpoint / STATE_FILE, weights_only=False)
+        # map_location: a run started on a GPU can go on on a CPU, and the other way round.
+        state = torch.load(checkpoint / STATE_FILE, weights_only=False, map_location="cpu")
         saved = TrainConfig(**state["config"])
         saved.max_steps = config.max_steps or saved.max_steps
         saved.time_limit_minutes = config.time_limit_minutes
         saved.threads = config.threads or saved.threads
+        saved.device = config.device
         saved.eval_file = config.eval_file or saved.eval_file
         config = saved
     out_dir.mkdir(parents=True, exist_ok=True)
     if config.threads:
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
+    device = resolve_training_device(config.device)
+    # Weights stay float32; on a GPU the forward pass runs under bf16 autocast (CPU bf16 is slow here).
+    autocast: Callable[[], contextlib.AbstractContextManager[Any]] = (
+        (lambda: torch.autocast(device_type="cuda", dtype=torch.bfloat16))
+        if device.type == "cuda"
+        else contextlib.nullcontext
+    )
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
 
     model_source = str(checkpoint) if state else config.init
     tokenizer = AutoTokenizer.from_pretrained(model_source)
     model = AutoModelForQuestionAnswering.from_pretrained(model_source, dtype=torch.float32)
+    model.to(device)
     model.train()
+    logger.info("training on %s", device)
 
     examples = [ex for ex in load_squad(config.train_file)]
     if config.exclude_ids_file:
@@ -375,7 +390,8 @@ def train(
             )
             for batch in batches[global_step - epoch * batches_per_epoch :]:
                 inputs = _collate(features, batch, tokenizer.pad_token_id or 0)
-                loss = model(**inputs).loss
+                with autocast():
+                    loss = model(**{name: t.to(device, non_blocking=True) for name, t in inputs.items()}).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
                 optimizer.step()
@@ -413,6 +429,22 @@ def train(
         last_loss=last_loss,
         history=history,
     )
+
+
+def resolve_training_device(name: str) -> Any:
+    """The torch device for ``name``: "auto" takes the GPU when torch sees one.
+
+    Raises:
+        ValueError: a GPU was asked for and torch sees none.
+    """
+    import torch
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"training device {name!r}: torch sees no CUDA GPU (use --device cpu or auto)")
+    return device
 
 
 def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str, Any]:

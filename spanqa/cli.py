@@ -537,15 +537,25 @@ def reader_group() -> None:
 )
 @click.option("--time-limit", type=float, help="Minutes; then checkpoint and stop (continue with --resume).")
 @click.option("--threads", type=int, default=0, help="torch threads (0: torch's default).")
+@click.option(
+    "--device",
+    default="auto",
+    show_default=True,
+    help="torch device: auto (a GPU where torch sees one, with bf16 autocast), cpu, cuda, cuda:1, ...",
+)
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--resume", is_flag=True, help="Carry on from the checkpoint in --out.")
 @click.pass_context
 @friendly_errors
 def reader_train(ctx: click.Context, **options: Any) -> None:
     """Fine-tune an encoder for span extraction on SQuAD-format data."""
-    from reader.training import TrainConfig, train
+    from reader.training import TrainConfig, resolve_training_device, train
     from retriever.encoder import resolve_encoder_model
 
+    try:
+        resolve_training_device(options["device"])
+    except (ValueError, RuntimeError) as exc:  # torch.device("gpu") raises RuntimeError
+        raise click.BadParameter(str(exc).splitlines()[0], param_hint="--device") from exc
     init = options["init"] or resolve_encoder_model("sentence-transformers/all-MiniLM-L6-v2")
     config = TrainConfig(
         train_file=options["train_file"],
@@ -566,6 +576,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         time_limit_minutes=options["time_limit"],
         threads=options["threads"],
         seed=options["seed"],
+        device=options["device"],
     )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

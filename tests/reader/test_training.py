@@ -168,3 +168,29 @@ def test_export_halves_the_weights_and_keeps_the_model_card(tiny_qa_bert_dir: Pa
     assert not (destination / "stale.bin").exists()
     with safe_open(str(destination / "model.safetensors"), framework="pt") as weights:
         assert {str(weights.get_tensor(k).dtype) for k in weights.keys()} == {"torch.float16"}  # noqa: SIM118 - safe_open has keys(), no iteration
+
+
+def test_training_device_auto_takes_a_gpu_only_where_torch_sees_one() -> None:
+    import torch
+
+    from reader.training import resolve_training_device
+
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_training_device("auto").type == expected
+    assert resolve_training_device("cpu").type == "cpu"
+
+
+def test_cli_train_rejects_a_device_torch_cannot_use(tmp_path: Path) -> None:
+    import torch
+    from click.testing import CliRunner
+
+    from spanqa.cli import main
+
+    bad = "cpu-fast" if torch.cuda.is_available() else "cuda"
+    result = CliRunner().invoke(
+        main, ["reader", "train", "--train", str(FIXTURE), "--out", str(tmp_path / "run"), "--device", bad]
+    )
+    assert result.exit_code == 2
+    assert "--device" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "run").exists()
