@@ -15,6 +15,7 @@ def evaluate_reader(
     examples: Sequence[SquadExample],
     *,
     no_answer_threshold: float | None = None,
+    thresholds: Sequence[float | None] = (),
     questions_per_batch: int = 32,
     on_progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
@@ -26,12 +27,14 @@ def evaluate_reader(
         no_answer_threshold: abstain when the best span beats "no answer" by no more than this (logits);
             None never abstains (SQuAD v1.1 style). When the data holds unanswerable questions, the best
             threshold found on the data is reported too.
+        thresholds: more thresholds to score from the same pass (None: never abstain), reported as
+            ``threshold_table``; this is how to choose ``no_answer_threshold``.
         questions_per_batch: questions whose windows share forward passes.
         on_progress: called with the number of questions just finished.
 
     Returns:
         The official metrics plus ``windows``, ``seconds``, ``windows_per_s`` and, for v2.0 data,
-        ``best_threshold`` with ``best_f1`` / ``best_exact``.
+        ``best_threshold`` with ``best_f1`` / ``best_exact``; ``threshold_table`` when asked for.
     """
     predictions: dict[str, str] = {}
     margins: dict[str, float] = {}
@@ -47,10 +50,7 @@ def evaluate_reader(
             text = ex.context[best.char_start : best.char_end] if best else ""
             best_texts[ex.id] = text
             margins[ex.id] = best.score - result.null_score if best else float("-inf")
-            abstain = no_answer_threshold is not None and (
-                best is None or margins[ex.id] <= no_answer_threshold
-            )
-            predictions[ex.id] = "" if abstain else text
+            predictions[ex.id] = _predict(text, margins[ex.id], no_answer_threshold)
         if on_progress is not None:
             on_progress(len(batch))
     seconds = time.perf_counter() - started
@@ -64,7 +64,49 @@ def evaluate_reader(
     )
     if any(ex.is_impossible for ex in examples):
         metrics.update(_best_threshold(examples, best_texts, margins))
+    if thresholds:
+        metrics["threshold_table"] = threshold_table(examples, best_texts, margins, thresholds)
     return metrics
+
+
+def _predict(text: str, margin: float, threshold: float | None) -> str:
+    """The reader's answer, or "" where it abstains (no span, or a margin at or below the threshold)."""
+    abstain = threshold is not None and margin <= threshold
+    return "" if abstain else text
+
+
+def threshold_table(
+    examples: Sequence[SquadExample],
+    best_texts: dict[str, str],
+    margins: dict[str, float],
+    thresholds: Sequence[float | None],
+) -> list[dict[str, float | None]]:
+    """Official metrics at each abstention threshold, from one pass of the reader.
+
+    Args:
+        examples: the questions with their gold answers.
+        best_texts: question id -> the reader's best span text ("" when it found none).
+        margins: question id -> best span score minus the no-answer score (-inf when no span).
+        thresholds: abstention thresholds in logits; None never abstains.
+
+    Returns:
+        One row per threshold: ``threshold``, ``exact_match``, ``f1``, ``answered`` (% of questions given a
+        span) and, for data with both kinds of question, ``HasAns_f1`` and ``NoAns_exact``.
+    """
+    rows: list[dict[str, float | None]] = []
+    for threshold in thresholds:
+        predictions = {ex.id: _predict(best_texts[ex.id], margins[ex.id], threshold) for ex in examples}
+        metrics = evaluate_predictions(examples, predictions)
+        answered = sum(1 for ex in examples if predictions[ex.id])
+        row: dict[str, float | None] = {
+            "threshold": threshold,
+            "exact_match": metrics["exact_match"],
+            "f1": metrics["f1"],
+            "answered": 100.0 * answered / max(len(examples), 1),
+        }
+        row.update({key: metrics[key] for key in ("HasAns_f1", "NoAns_exact") if key in metrics})
+        rows.append(row)
+    return rows
 
 
 def _best_threshold(

@@ -630,6 +630,12 @@ def reader_export(ctx: click.Context, source: str, destination: str, fp32: bool)
     type=float,
     help="Abstain below this margin (default: no_answer_threshold for v2.0 data; never for v1.1).",
 )
+@click.option(
+    "--thresholds",
+    "table_thresholds",
+    callback=lambda ctx, param, value: _parse_thresholds(value),
+    help="Also score these abstention thresholds from one pass, e.g. none,0,3,5,8 (none: never abstain).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 @click.pass_context
 @friendly_errors
@@ -639,6 +645,7 @@ def reader_eval(
     model: str | None,
     limit: int | None,
     threshold: float | None,
+    table_thresholds: list[float | None],
     as_json: bool,
 ) -> None:
     """Exact match and F1 (official SQuAD scoring) with the gold paragraph given."""
@@ -666,7 +673,11 @@ def reader_eval(
     with Progress(console=console, disable=as_json or not console.is_terminal, transient=True) as progress:
         task = progress.add_task("eval", total=len(examples))
         metrics = evaluate_reader(
-            reader, examples, no_answer_threshold=threshold, on_progress=lambda n: progress.advance(task, n)
+            reader,
+            examples,
+            no_answer_threshold=threshold,
+            thresholds=table_thresholds,
+            on_progress=lambda n: progress.advance(task, n),
         )
     metrics["model"] = settings.reader_model
     metrics["precision"] = reader.loaded_precision
@@ -675,8 +686,37 @@ def reader_eval(
     if as_json:
         print_json(metrics)
         return
+    table = metrics.pop("threshold_table", None)
     for key, value in metrics.items():
         click.echo(f"{key:<16}{value:.2f}" if isinstance(value, float) else f"{key:<16}{value}")
+    if table:
+        from rich.table import Table
+
+        names = ("threshold", "exact_match", "f1", "HasAns_f1", "NoAns_exact", "answered")
+        columns = [key for key in names if key in table[0]]
+        rendered = Table(*columns)
+        for row in table:
+            rendered.add_row(*("never" if row[key] is None else f"{row[key]:.2f}" for key in columns))
+        _console().print(rendered)
+
+
+def _parse_thresholds(value: str | None) -> list[float | None]:
+    """``"none,0,3.5"`` -> ``[None, 0.0, 3.5]``; a word that is neither is a usage error."""
+    if not value:
+        return []
+    thresholds: list[float | None] = []
+    for word in value.split(","):
+        word = word.strip().lower()
+        if word in ("none", "never"):
+            thresholds.append(None)
+            continue
+        try:
+            thresholds.append(float(word))
+        except ValueError:
+            raise click.BadParameter(
+                f"{word!r} is not a number or 'none'", param_hint="--thresholds"
+            ) from None
+    return thresholds
 
 
 # workers -------------------------------------------------------------------------------------------------
