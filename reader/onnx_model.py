@@ -101,8 +101,8 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
     """Dynamic int8 quantization of an exported span model.
 
     Weights are int8 with one scale per output channel, activations are quantized per batch. One scale per
-    weight tensor (the per-tensor default) cost the shipped reader 4.1 F1 on SQuAD dev; per channel it costs
-    0.4 F1 at the same speed (docs/benchmarks.md).
+    weight tensor (the per-tensor default) cost an earlier shipped reader 4.1 F1 on SQuAD dev; per channel it
+    costs 0.2-0.4 F1 at the same speed (docs/benchmarks.md).
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

@@ -24,9 +24,14 @@ def test_shipped_reader_answers_a_known_question(tmp_path: Path, model_cache: Pa
     with Runtime(settings) as runtime:
         report = runtime.ingest_job().run([EXAMPLES])
         assert report.summary()["new"] == 5 and report.exit_code == 0
-        result = pipeline.ask(runtime, "Which NFL team won Super Bowl 50?")
-        assert result.answers, "the shipped reader abstained on a question the samples answer"
-        best = result.answers[0]
-        assert "Denver Broncos" in best.text and Path(best.path).name == "super_bowl_50.txt"
-        document = runtime.catalog.get_document(best.document_id)
-        assert document is not None and document.text[best.char_start : best.char_end] == best.text
+        # The README's demo question, and one whose answer lives in another format (docx).
+        for question, expected, file_name in [
+            ("Where did Super Bowl 50 take place?", "Santa Clara", "super_bowl_50.txt"),
+            ("What is the atomic number of oxygen?", "8", "oxygen.docx"),
+        ]:
+            result = pipeline.ask(runtime, question)
+            assert result.answers, f"the shipped reader abstained on {question!r}, which the samples answer"
+            best = result.answers[0]
+            assert expected in best.text and Path(best.path).name == file_name, (question, best)
+            document = runtime.catalog.get_document(best.document_id)
+            assert document is not None and document.text[best.char_start : best.char_end] == best.text
