@@ -156,7 +156,8 @@ class ExtractiveReader:
 
     @property
     def _onnx_precision(self) -> str:
-        # "auto" takes int8 on ONNX Runtime: per-channel int8 reads about a quarter faster for 0.2-0.4 F1 (benchmarks.md).
+        # "auto" takes int8 on ONNX Runtime: per-channel int8 reads about a quarter faster for 0.2-0.4 F1
+        # (benchmarks.md).
         return "fp32" if self.precision == "fp32" else "int8"
 
     def _load_onnx(self) -> tuple[Any, Any] | None:
