@@ -22,24 +22,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import SQUAD_DEV, emit_results, machine, squad_articles
+from bench.common import SQUAD_DEV, emit_results, machine
 from examples.make_samples import OUT_DIR as SAMPLE_DIR
 from examples.make_samples import SAMPLES
-from reader.squad import score_prediction
+from reader.squad import SquadExample, load_squad, score_prediction
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import DEFAULT_READER_MODEL, Settings
 
 
-def sample_questions(data: Path) -> list[tuple[str, list[str]]]:
-    """(question, gold answers) for every question about a paragraph in the sample folder, in file order."""
+def sample_questions(data: Path) -> list[SquadExample]:
+    """Every question about a paragraph in the sample folder, in file order."""
     leading = {title: paragraphs for title, _, paragraphs in SAMPLES}
-    questions = []
-    for article in squad_articles(data):
-        for paragraph in article["paragraphs"][: leading.get(article["title"], 0)]:
-            for qa in paragraph["qas"]:
-                questions.append((qa["question"].strip(), [a["text"] for a in qa["answers"]]))
-    return questions
+    return [ex for ex in load_squad(data) if ex.paragraph_index < leading.get(ex.title, 0)]
 
 
 def main() -> None:
@@ -63,7 +58,8 @@ def main() -> None:
             exact = f1 = 0.0
             misses = []
             started = time.perf_counter()
-            for question, gold in questions:
+            for example in questions:
+                question, gold = example.question.strip(), [a.text for a in example.answers]
                 result = pipeline.ask(runtime, question)
                 text = result.answers[0].text if result.answers else ""
                 em_one, f1_one = score_prediction(text, gold)

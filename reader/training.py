@@ -6,7 +6,6 @@ stretches (a checkpoint every N steps; ``resume`` carries on from the exact batc
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -252,12 +251,8 @@ def train(
     torch.manual_seed(config.seed)
     device = resolve_training_device(config.device)
     # Weights stay float32; on a GPU the forward pass runs under bf16 autocast (CPU bf16 is slow here).
-    autocast: Callable[[], contextlib.AbstractContextManager[Any]] = (
-        (lambda: torch.autocast(device_type="cuda", dtype=torch.bfloat16))
-        if device.type == "cuda"
-        else contextlib.nullcontext
-    )
-    if device.type == "cuda":
+    on_gpu = device.type == "cuda"
+    if on_gpu:
         torch.backends.cuda.matmul.allow_tf32 = True
 
     model_source = str(checkpoint) if state else config.init
@@ -390,7 +385,7 @@ def train(
             )
             for batch in batches[global_step - epoch * batches_per_epoch :]:
                 inputs = _collate(features, batch, tokenizer.pad_token_id or 0)
-                with autocast():
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=on_gpu):
                     loss = model(**{name: t.to(device, non_blocking=True) for name, t in inputs.items()}).loss
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
