@@ -93,6 +93,9 @@ class ChunkRow(Base):
     char_end: Mapped[int] = mapped_column(Integer)
     page: Mapped[int | None] = mapped_column(Integer, nullable=True)
     text: Mapped[str] = mapped_column(Text)
+    # The heading path above the chunk and its blocks (revision 0003).
+    heading: Mapped[str] = mapped_column(Text, default="", server_default="")
+    segments: Mapped[list[list[int]] | None] = mapped_column(JSON, nullable=True)
 
 
 ONE_ACTIVE = "status = 'active'"
@@ -183,6 +186,8 @@ def _to_chunk(row: ChunkRow) -> Chunk:
         char_end=row.char_end,
         text=row.text,
         page=row.page,
+        heading=row.heading or "",
+        segments=tuple((int(a), int(b)) for a, b in row.segments or ()),
     )
 
 
@@ -418,6 +423,8 @@ class Catalog:
                     char_end=c.char_end,
                     page=c.page,
                     text=c.text,
+                    heading=c.heading,
+                    segments=[[a, b] for a, b in c.segments] or None,
                 )
                 for c in chunks
             )

@@ -1,4 +1,5 @@
-"""Token-window chunking on sentence boundaries, counted with the retriever's own tokenizer."""
+"""Chunking that follows the document's structure: sections and blocks first, then sentences, in token windows
+counted with the retriever's own tokenizer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ingest.loaders import NON_CONTENT_KINDS, ROW, Block
 from spanqa.types import page_at
 
 # A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
@@ -15,13 +17,22 @@ from spanqa.types import page_at
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])([\"'”’)\]]*)\s+|\n\s*\n")
 
 
+HEADING_SEPARATOR = " > "
+"""Joins the titles of a heading path into the one line a chunk records (``Memory > work_mem (integer)``)."""
+
+
 @dataclass(frozen=True)
 class ChunkSpan:
-    """Where a chunk lies in the document text."""
+    """Where a chunk lies in the document text, the heading path above it and the blocks it holds.
+
+    ``segments`` are the chunk's blocks as absolute [start, end) offsets: an answer lies inside one of them.
+    """
 
     char_start: int
     char_end: int
     page: int | None = None
+    heading: str = ""
+    segments: tuple[tuple[int, int], ...] = ()
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -46,14 +57,19 @@ def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]
 
 
 def _units(
-    text: str, tokenizer: Any, max_unit_tokens: int, piece_tokens: int
-) -> tuple[list[tuple[int, int]], list[int]]:
-    """Sentences with their token counts; one over ``max_unit_tokens`` is cut into ``piece_tokens`` pieces."""
-    sentences = sentence_spans(text)
-    if not sentences:
-        return [], []
+    text: str, tokenizer: Any, max_unit_tokens: int, piece_tokens: int, ranges: Sequence[tuple[int, int]] = ()
+) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Sentences with their token counts and the index of the range each lies in (the whole text when no
+    ranges are given); a sentence over ``max_unit_tokens`` is cut into ``piece_tokens`` pieces."""
+    sentences: list[tuple[int, int]] = []
+    sentence_owner: list[int] = []
+    for index, (start, end) in enumerate(ranges or [(0, len(text))]):
+        found = sentence_spans(text[start:end])
+        sentences.extend((start + s, start + e) for s, e in found)
+        sentence_owner.extend([index] * len(found))
     units: list[tuple[int, int]] = []
     counts: list[int] = []
+    owner: list[int] = []
     batch = 512
     for offset in range(0, len(sentences), batch):
         group = sentences[offset : offset + batch]
@@ -63,11 +79,12 @@ def _units(
             return_offsets_mapping=True,
             verbose=False,
         )
-        for (s, e), offsets in zip(group, encoded["offset_mapping"], strict=True):
+        for position, ((s, e), offsets) in enumerate(zip(group, encoded["offset_mapping"], strict=True)):
             n = len(offsets)
             if n <= max_unit_tokens:
                 units.append((s, e))
                 counts.append(max(n, 1))
+                owner.append(sentence_owner[offset + position])
                 continue
             # Pieces meet at token starts, so characters the tokenizer drops (control chars) stay covered.
             cuts = [s] + [s + offsets[t][0] for t in range(piece_tokens, n, piece_tokens)] + [e]
@@ -76,7 +93,8 @@ def _units(
                 _append_stripped(text, p_start, p_end, units)
                 if len(units) > before:
                     counts.append(len(offsets[index * piece_tokens : (index + 1) * piece_tokens]) or 1)
-    return units, counts
+                    owner.append(sentence_owner[offset + position])
+    return units, counts, owner
 
 
 def chunk_text(
@@ -106,7 +124,7 @@ def chunk_text(
         raise ValueError("chunk_tokens must be at least 1")
     overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
     piece_tokens = overlap_tokens if overlap_tokens else chunk_tokens
-    units, counts = _units(text, tokenizer, chunk_tokens, piece_tokens)
+    units, counts, _ = _units(text, tokenizer, chunk_tokens, piece_tokens)
     spans: list[ChunkSpan] = []
     i, n = 0, len(units)
     while i < n:
@@ -120,6 +138,96 @@ def chunk_text(
             break
         k, back = j, 0
         while k - 1 > i and back + counts[k - 1] <= overlap_tokens:
+            back += counts[k - 1]
+            k -= 1
+        i = k
+    return spans
+
+
+def chunk_blocks(
+    text: str,
+    blocks: Sequence[Block],
+    tokenizer: Any,
+    *,
+    chunk_tokens: int = 200,
+    overlap_tokens: int = 40,
+    page_starts: Sequence[tuple[int, int]] = (),
+) -> list[ChunkSpan]:
+    """Cut a structured document into chunks that follow its sections and blocks.
+
+    A section is a run of content blocks under the same heading path; a chunk never straddles two sections.
+    Within a section whole blocks are packed into windows of up to ``chunk_tokens`` tokens; a window that
+    must end inside a block ends at the last block boundary instead when that keeps at least half the window,
+    else on a sentence boundary, with ``overlap_tokens`` of sentences shared with the next window. Headings,
+    definition terms, table header rows and navigation blocks are not chunked: they reach the retriever and
+    the reader as each chunk's heading path.
+
+    Args:
+        text: the document text.
+        blocks: its blocks (``LoadedText.blocks``), in text order.
+        tokenizer: a fast HF tokenizer (the retriever's).
+        chunk_tokens: the most tokens per chunk.
+        overlap_tokens: tokens shared by consecutive chunks of one section cut inside a block, at most.
+        page_starts: (page number, char offset where that page starts), sorted by offset.
+
+    Returns:
+        Chunk spans in text order, each with its heading path and its blocks.
+    """
+    if chunk_tokens < 1:
+        raise ValueError("chunk_tokens must be at least 1")
+    overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
+    piece_tokens = overlap_tokens if overlap_tokens else chunk_tokens
+    content = [b for b in blocks if b.kind not in NON_CONTENT_KINDS]
+    # Sentences of every content block, tokenized in one pass; each unit knows its block.
+    units, counts, owner = _units(
+        text, tokenizer, chunk_tokens, piece_tokens, [(b.char_start, b.char_end) for b in content]
+    )
+    spans: list[ChunkSpan] = []
+    pages = list(page_starts)
+
+    def section_of(unit: int) -> tuple[Any, ...]:
+        # A table row is a passage of its own (with its column headers in the heading path).
+        block = content[owner[unit]]
+        return (block.heading, owner[unit]) if block.kind == ROW else (block.heading,)
+
+    i, n = 0, len(units)
+    while i < n:
+        section = section_of(i)
+        j, total = i, 0
+        while j < n and section_of(j) == section and (j == i or total + counts[j] <= chunk_tokens):
+            total += counts[j]
+            j += 1
+        ends_block = j >= n or owner[j] != owner[j - 1]
+        if not ends_block:
+            # Back off to the last block boundary if that keeps at least half of the window.
+            kept = total
+            for k in range(j - 1, i, -1):
+                kept -= counts[k]
+                if owner[k] != owner[k - 1]:
+                    if kept * 2 >= chunk_tokens:
+                        j, ends_block = k, True
+                    break
+        char_start, char_end = units[i][0], units[j - 1][1]
+        segments = tuple(
+            (max(b.char_start, char_start), min(b.char_end, char_end))
+            for b in content[owner[i] : owner[j - 1] + 1]
+        )
+        spans.append(
+            ChunkSpan(
+                char_start,
+                char_end,
+                page_at(pages, char_start),
+                HEADING_SEPARATOR.join(content[owner[i]].heading),
+                segments,
+            )
+        )
+        if j >= n:
+            break
+        if ends_block:
+            i = j
+            continue
+        k, back = j, 0
+        while k - 1 > i and owner[k - 1] == owner[j] and back + counts[k - 1] <= overlap_tokens:
             back += counts[k - 1]
             k -= 1
         i = k

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ingest.catalog import Catalog, document_id_for
-from ingest.chunker import chunk_text
+from ingest.chunker import chunk_blocks
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file
 from ingest.walk import FoundFile, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
+from retriever.lexical import Bm25Encoder
 from spanqa.types import Chunk, Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -240,15 +241,18 @@ class IngestJob:
             return self._fail(item, str(exc), size=stat.st_size, mtime=stat.st_mtime)
         document_id = document_id_for(path)
         page_starts = [(p.number, p.char_start) for p in loaded.pages]
-        spans = chunk_text(
+        spans = chunk_blocks(
             loaded.text,
+            loaded.blocks,
             self.encoder.tokenizer,
             chunk_tokens=self.chunk_tokens,
             overlap_tokens=self.chunk_overlap,
             page_starts=page_starts,
         )
-        if not spans:
+        if not spans and not loaded.blocks:
             return self._fail(item, "no text found", size=stat.st_size, mtime=stat.st_mtime)
+        # A page of nothing but headings and links (a table of contents, a back-of-book index) is indexed
+        # with no chunks: it is known and kept in step, but it never fills the passages a question reads.
         chunks = []
         for ordinal, span in enumerate(spans):
             text = loaded.text[span.char_start : span.char_end]
@@ -261,6 +265,8 @@ class IngestJob:
                     char_end=span.char_end,
                     text=text,
                     page=span.page,
+                    heading=span.heading,
+                    segments=tuple((a - span.char_start, b - span.char_start) for a, b in span.segments),
                 )
             )
         document = Document(
@@ -284,7 +290,7 @@ class IngestJob:
         if not batch:
             return []
         collection = self.active_collection()
-        texts = [c.text for p in batch for c in p.chunks]
+        texts = [c.search_text for p in batch for c in p.chunks]
         vectors = self.encoder.encode(texts)
         outcomes: list[FileOutcome] = []
         row = 0
@@ -353,7 +359,7 @@ class IngestJob:
         for offset in range(0, len(missing), self.encode_group):
             chunks = list(self.catalog.get_chunks(missing[offset : offset + self.encode_group]).values())
             paths = {d.id: d.path for d in self.catalog.documents_by_id({c.document_id for c in chunks})}
-            vectors = self.encoder.encode([c.text for c in chunks])
+            vectors = self.encoder.encode([c.search_text for c in chunks])
             points = [
                 make_point(c, paths.get(c.document_id, ""), v) for c, v in zip(chunks, vectors, strict=True)
             ]
@@ -387,11 +393,15 @@ class IngestJob:
         self.catalog.mark_deleted(document_id)
 
 
+_BM25 = Bm25Encoder()
+
+
 def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:
-    """The Qdrant point of a chunk: its vector and where it lives."""
+    """The Qdrant point of a chunk: its vector, its BM25 terms (heading path and text) and where it lives."""
     return IndexPoint(
         id=chunk.id,
         vector=vector,
+        sparse=_BM25.document(chunk.search_text),
         payload={
             "document_id": chunk.document_id,
             "chunk_id": chunk.id,

@@ -19,7 +19,7 @@ import threading
 import warnings
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,13 @@ _EXTENSION_FORMATS: dict[str, str] = {
 }
 _MAX_REASON_CHARS = 160
 
+# Block kinds that name what follows instead of answering anything: they go into heading paths, not chunks.
+HEADING, TERM, HEADER_ROW, NAVIGATION = "heading", "term", "header", "nav"
+TEXT, ITEM, ROW, CODE = "text", "item", "row", "code"
+NON_CONTENT_KINDS = frozenset({HEADING, TERM, HEADER_ROW, NAVIGATION})
+# A block whose visible text is at least this share link text is navigation (a table of contents, an index).
+NAV_LINK_SHARE = 0.8
+
 
 class LoadError(Exception):
     """A file that cannot be loaded; ``str(exc)`` is a one-line, user-facing reason (no traceback text)."""
@@ -63,6 +70,26 @@ class PageSpan:
     char_end: int
 
 
+@dataclass(frozen=True)
+class Block:
+    """One structural block of a document: ``text[char_start:char_end]``, trimmed.
+
+    Attributes:
+        char_start: where it starts in ``LoadedText.text``.
+        char_end: where it ends.
+        kind: "text", "item" (list item), "row" (table row), "code", or one that names what follows and
+            answers nothing: "heading", "term" (a definition's ``<dt>``), "header" (a table's header row),
+            "nav" (mostly links: a table of contents, an index).
+        heading: the titles above it, outermost first (headings, the term a definition belongs to, the
+            header row of its table).
+    """
+
+    char_start: int
+    char_end: int
+    kind: str = TEXT
+    heading: tuple[str, ...] = ()
+
+
 @dataclass
 class LoadedText:
     """The normalized text of one file.
@@ -73,12 +100,14 @@ class LoadedText:
         pages: for PDFs one span per page, in order, trimmed to the page's text (an empty page has an empty
             span); ``[]`` for formats without pages.
         encoding: the detected charset for text formats (txt, md, html), else None.
+        blocks: the document's structure, in text order, never overlapping.
     """
 
     text: str
     format: str
     pages: list[PageSpan]
     encoding: str | None = None
+    blocks: list[Block] = field(default_factory=list)
 
 
 def page_for_offset(pages: list[PageSpan], offset: int) -> int | None:
@@ -408,8 +437,93 @@ _LINE_TAGS = frozenset({"div", "li", "tr", "td", "th", "dt", "dd", "br", "legend
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 
 
-def _html_to_text(markup: str) -> str:
-    """Extract readable text from HTML: no scripts/styles/comments; block elements become line breaks."""
+_HEADING_TAGS = {f"h{level}": level for level in range(1, 7)}
+
+
+@dataclass
+class _OpenBlock:
+    raw_start: int
+    kind: str
+    heading: tuple[str, ...]
+    level: int = 0
+    chars: int = 0
+    link_chars: int = 0
+
+
+@dataclass
+class _HtmlWalk:
+    """State of one walk over an HTML tree: the text so far and the blocks found in it (raw offsets)."""
+
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    blocks: list[tuple[int, int, str, tuple[str, ...]]] = field(default_factory=list)
+    headings: list[tuple[int, str]] = field(default_factory=list)  # (level, title), outermost first
+    terms: list[str | None] = field(default_factory=list)  # the current <dt> of each open <dl>
+    table_headers: list[str | None] = field(default_factory=list)  # the header row of each open table
+    row_cells: list[list[int]] = field(default_factory=list)  # per open <tr>: [th cells, td cells]
+    current: _OpenBlock | None = None
+
+    def append(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def heading_path(self) -> tuple[str, ...]:
+        path = [title for _, title in self.headings] + [t for t in self.terms if t]
+        header = self.table_headers[-1] if self.table_headers else None
+        return (*path, header) if header else tuple(path)
+
+    def close_block(self) -> tuple[str, str, int] | None:
+        """End the open block; returns its (kind, text, heading level) when it held any text."""
+        block, self.current = self.current, None
+        if block is None:
+            return None
+        raw = _tail_text(self.parts, self.length - block.raw_start)
+        if not raw.strip():
+            return None
+        kind = block.kind
+        mostly_links = block.link_chars >= NAV_LINK_SHARE * max(block.chars, 1)
+        if kind not in (HEADING, TERM, HEADER_ROW) and mostly_links:
+            kind = NAVIGATION
+        self.blocks.append((block.raw_start, self.length, kind, block.heading))
+        return kind, " ".join(raw.split()).rstrip(" ¶#"), block.level
+
+
+def _tail_text(parts: list[str], count: int) -> str:
+    """The last ``count`` characters of ``"".join(parts)`` without joining everything."""
+    out: list[str] = []
+    for part in reversed(parts):
+        if count <= 0:
+            break
+        out.append(part[-count:] if len(part) > count else part)
+        count -= len(part)
+    return "".join(reversed(out))
+
+
+def _block_kind(open_tags: list[str]) -> tuple[str, int]:
+    """What a block is (and a heading's level), from the tags it sits in: the first of these that applies."""
+    levels = [_HEADING_TAGS[name] for name in open_tags if name in _HEADING_TAGS]
+    if levels:
+        return HEADING, levels[-1]
+    for name, kind in (("dt", TERM), ("pre", CODE), ("tr", ROW), ("li", ITEM)):
+        if name in open_tags:
+            return kind, 0
+    return TEXT, 0
+
+
+@dataclass
+class _HtmlText:
+    text: str
+    blocks: list[tuple[int, int, str, tuple[str, ...]]]
+
+
+def _html_walk(markup: str) -> _HtmlText:
+    """Extract readable text and its blocks from HTML.
+
+    No scripts, styles or comments; block elements become line breaks (paragraph-level ones a blank line).
+    Every block (paragraph, list item, definition, table row, code block, heading) is recorded with its raw
+    offsets, its kind and the heading path above it: the headings h1-h6 that enclose it, the ``<dt>`` term
+    of a ``<dd>``, and a table's header row for its rows.
+    """
     from bs4 import BeautifulSoup
     from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
@@ -419,9 +533,11 @@ def _html_to_text(markup: str) -> str:
     for tag in soup.find_all(hidden=True):
         tag.decompose()
 
-    parts: list[str] = []
+    walk = _HtmlWalk()
+    open_tags: list[str] = []
     pending_break = 0  # newlines owed before the next text: breaks in a row (and blank text between) merge
     pre_depth = 0
+    link_depth = 0
     # Iterative walk (deeply nested markup must not hit the recursion limit): (node, closing) events.
     stack: list[tuple[Any, bool]] = [(soup, False)]
     while stack:
@@ -430,26 +546,85 @@ def _html_to_text(markup: str) -> str:
             if isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
                 continue
             text = str(node) if pre_depth else _HTML_SPACE.sub(" ", str(node))
-            if not text.strip() and (pending_break or not parts):
+            if not text.strip() and (pending_break or not walk.parts):
                 continue
             if pending_break:
-                parts.append("\n" * pending_break)
+                walk.append("\n" * pending_break)
                 pending_break = 0
-            parts.append(text)
+            if walk.current is None and text.strip():
+                kind, level = _block_kind(open_tags)
+                walk.current = _OpenBlock(walk.length, kind, walk.heading_path(), level)
+            if walk.current is not None:
+                visible = len(text.strip())
+                walk.current.chars += visible
+                if link_depth:
+                    walk.current.link_chars += visible
+            walk.append(text)
             continue
         if not isinstance(node, Tag):
             continue
         name = node.name.lower()
-        pending_break = max(pending_break, 2 if name in _PARAGRAPH_TAGS else 1 if name in _LINE_TAGS else 0)
+        in_row = bool(walk.row_cells) and name not in ("tr", "table")
+        breaks = 2 if name in _PARAGRAPH_TAGS else 1 if name in _LINE_TAGS else 0
+        if name == "tr":
+            breaks = 2  # rows are blocks of their own; cells inside stay one line each
+        pending_break = max(pending_break, breaks)
+        if breaks and not in_row:
+            closed = walk.close_block()
+            if closed is not None:
+                _after_block(walk, closed)
         if closing:
+            open_tags.pop()
             if name == "pre":
                 pre_depth -= 1
+            elif name == "a":
+                link_depth -= 1
+            elif name == "dl":
+                walk.terms.pop()
+            elif name == "table":
+                walk.table_headers.pop()
+            elif name == "tr":
+                walk.row_cells.pop()
             continue
+        open_tags.append(name)
         if name == "pre":
             pre_depth += 1
+        elif name == "a":
+            link_depth += 1
+        elif name == "dl":
+            walk.terms.append(None)
+        elif name == "table":
+            walk.table_headers.append(None)
+        elif name == "tr":
+            walk.row_cells.append([0, 0])
+        elif name in ("th", "td") and walk.row_cells:
+            walk.row_cells[-1][0 if name == "th" else 1] += 1
+        elif name == "dt" and walk.terms:
+            walk.terms[-1] = None  # a new entry: its own term replaces the last one's
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node.contents))
-    return "".join(parts)
+    closed = walk.close_block()
+    if closed is not None:
+        _after_block(walk, closed)
+    return _HtmlText("".join(walk.parts), walk.blocks)
+
+
+def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
+    """Update the heading path after a heading, a definition term or a table header row."""
+    kind, text, level = closed
+    start, end, _, heading = walk.blocks[-1]
+    if kind == HEADING:
+        while walk.headings and walk.headings[-1][0] >= level:
+            walk.headings.pop()
+        walk.headings.append((level, text))
+    elif kind == TERM and walk.terms:
+        walk.terms[-1] = text
+    elif kind == ROW and walk.row_cells and walk.table_headers:
+        th, td = walk.row_cells[-1]
+        if th and not td and walk.table_headers[-1] is None:
+            walk.blocks[-1] = (start, end, HEADER_ROW, heading)
+            cells = _tail_text(walk.parts, walk.length - start).splitlines()
+            walk.table_headers[-1] = " | ".join(cell.strip() for cell in cells if cell.strip())
 
 
 _FRONT_MATTER = re.compile(
@@ -457,13 +632,13 @@ _FRONT_MATTER = re.compile(
 )
 
 
-def _markdown_to_text(source: str) -> str:
-    """Render Markdown (CommonMark + tables + strikethrough) to HTML, then extract its text."""
+def _markdown_walk(source: str) -> _HtmlText:
+    """Render Markdown (CommonMark + tables + strikethrough) to HTML, then extract its text and blocks."""
     from markdown_it import MarkdownIt
 
     source = _FRONT_MATTER.sub("", source, count=1)
     renderer = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    return _html_to_text(renderer.render(source))
+    return _html_walk(renderer.render(source))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -507,8 +682,8 @@ def _short_reason(exc: BaseException) -> str:
     return reason
 
 
-def _pdf_pages(data: bytes) -> list[str]:
-    """The text of each page of a PDF."""
+def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
+    """The text of each page of a PDF, and its outline as (page index, level, title) in page order."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, WrongPasswordError
 
@@ -544,11 +719,35 @@ def _pdf_pages(data: bytes) -> list[str]:
                 texts.append("")
         if failed == len(pages):
             raise LoadError("corrupt PDF: text extraction failed on every page")
-    return texts
+        outline = _pdf_outline(reader)
+    return texts, outline
 
 
-def _docx_blocks(data: bytes) -> list[str]:
-    """Paragraph and table-cell texts of a .docx in document order (headers, footers, text boxes left out)."""
+def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
+    """The bookmarks of a PDF as (page index, level, title), sorted by page; [] when it has none or they
+    cannot be read (a broken outline costs the headings, never the file)."""
+    entries: list[tuple[int, int, str]] = []
+    try:
+        stack: list[tuple[Any, int]] = [(reader.outline, 1)]
+        while stack and len(entries) < 10_000:
+            items, level = stack.pop()
+            for item in reversed(items):
+                if isinstance(item, list):
+                    stack.append((item, level + 1))
+                    continue
+                page = reader.get_destination_page_number(item)
+                title = " ".join(str(item.title or "").split())
+                if page is not None and page >= 0 and title:
+                    entries.append((page, level, title))
+    except Exception as exc:
+        logger.debug("PDF outline unreadable: %s", _short_reason(exc))
+        return []
+    return sorted(entries, key=lambda entry: entry[0])
+
+
+def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
+    """Paragraph and table-cell texts of a .docx in document order (headers, footers, text boxes left out),
+    each with its heading level (1 for "Title" and "Heading 1", 2 for "Heading 2", ...; 0 for body text)."""
     from docx import Document
     from docx.table import Table
     from docx.text.paragraph import Paragraph
@@ -564,13 +763,13 @@ def _docx_blocks(data: bytes) -> list[str]:
     except Exception as exc:  # BadZipFile, KeyError, PackageNotFoundError, XML syntax errors...
         raise LoadError(f"corrupt DOCX: {_short_reason(exc)}") from exc
 
-    blocks: list[str] = []
+    blocks: list[tuple[str, int]] = []
     # Iterative walk over body content; nested tables are read cell by cell.
     stack: list[Any] = list(reversed(list(document.iter_inner_content())))
     while stack:
         item = stack.pop()
         if isinstance(item, Paragraph):
-            blocks.append(item.text)
+            blocks.append((item.text, _docx_heading_level(item)))
         elif isinstance(item, Table):
             seen: set[int] = set()
             cells: list[Any] = []
@@ -580,6 +779,118 @@ def _docx_blocks(data: bytes) -> list[str]:
                         seen.add(id(cell._tc))
                         cells.append(cell)
             stack.extend(reversed([inner for cell in cells for inner in cell.iter_inner_content()]))
+    return blocks
+
+
+def _docx_heading_level(paragraph: Any) -> int:
+    """1 for "Title" and "Heading 1", N for "Heading N", 0 for any other paragraph style."""
+    try:
+        name = (paragraph.style.name or "") if paragraph.style is not None else ""
+    except (KeyError, ValueError, AttributeError):
+        return 0
+    if name == "Title":
+        return 1
+    match = re.fullmatch(r"Heading (\d)", name)
+    return int(match.group(1)) if match else 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Structure: blocks with heading paths, in normalized offsets
+# ----------------------------------------------------------------------------------------------------------
+
+RawBlock = tuple[int, int, str, tuple[str, ...]]
+"""(raw start, raw end, kind, heading path): a block before whitespace normalization."""
+
+
+def _map_blocks(raw_blocks: list[RawBlock], text: str, source_index: list[int]) -> list[Block]:
+    """Blocks in normalized offsets (trimmed; empty ones dropped) from blocks in raw offsets."""
+    blocks: list[Block] = []
+    for raw_start, raw_end, kind, heading in raw_blocks:
+        start = bisect.bisect_left(source_index, raw_start)
+        end = bisect.bisect_left(source_index, raw_end)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start and (not blocks or start >= blocks[-1].char_end):
+            blocks.append(Block(start, end, kind, heading))
+    return blocks
+
+
+def _joined_blocks(items: list[tuple[str, int]]) -> tuple[str, list[RawBlock]]:
+    """Join block texts with blank lines; a positive level makes a heading that titles what follows."""
+    parts: list[str] = []
+    raw: list[RawBlock] = []
+    headings: list[tuple[int, str]] = []
+    offset = 0
+    for text, level in items:
+        if parts:
+            parts.append("\n\n")
+            offset += 2
+        parts.append(text)
+        title = " ".join(text.split())
+        kind = HEADING if level and title else TEXT
+        raw.append((offset, offset + len(text), kind, tuple(t for _, t in headings)))
+        offset += len(text)
+        if kind == HEADING:
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, title))
+    return "".join(parts), raw
+
+
+_UNDERLINE = re.compile(r"([=\-~^*#+`])\1{2,}")
+_TITLE_END = re.compile(r"[.,;:!?)\]]$")
+
+
+def _plain_text_blocks(text: str) -> list[Block]:
+    """Paragraphs of normalized plain text as blocks, with the headings plain text has: a short first line
+    (the title), reStructuredText titles (a line underlined with = - ~ ...), ALL-CAPS lines (man pages)."""
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    underline_levels: list[str] = []
+    for match in re.finditer(r"[^\n]+(?:\n[^\n]+)*", text):
+        start, end = match.span()
+        paragraph = match.group(0)
+        lines = paragraph.split("\n")
+        level = 0
+        if len(lines) == 2 and _UNDERLINE.fullmatch(lines[1].strip()) and len(lines[0]) <= 120:
+            mark = lines[1].strip()[0]
+            if mark not in underline_levels:
+                underline_levels.append(mark)
+            level = underline_levels.index(mark) + 1
+            title = lines[0].strip()
+        elif len(lines) == 1 and len(paragraph) <= 80 and not _TITLE_END.search(paragraph):
+            letters = [ch for ch in paragraph if ch.isalpha()]
+            if not blocks and len(paragraph.split()) <= 12:
+                level = 1
+            elif len(letters) >= 3 and all(ch.isupper() for ch in letters):
+                level = 2
+            title = paragraph.strip()
+        if level:
+            blocks.append(Block(start, end, HEADING, tuple(t for _, t in headings)))
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, title))
+        else:
+            blocks.append(Block(start, end, TEXT, tuple(t for _, t in headings)))
+    return blocks
+
+
+def _page_blocks(text: str, pages: list[PageSpan], outline: list[tuple[int, int, str]]) -> list[Block]:
+    """One block per non-empty page, titled by the PDF bookmarks at or before it."""
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    entry = 0
+    for index, page in enumerate(pages):
+        while entry < len(outline) and outline[entry][0] <= index:
+            _, level, title = outline[entry]
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, title))
+            entry += 1
+        if page.char_end > page.char_start:
+            blocks.append(Block(page.char_start, page.char_end, TEXT, tuple(t for _, t in headings)))
     return blocks
 
 
@@ -648,19 +959,26 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
 
     encoding: str | None = None
     pages: list[PageSpan] = []
+    blocks: list[Block] = []
     try:
         if fmt == "pdf":
-            text, pages = _normalize_pages(_pdf_pages(data))
+            page_texts, outline = _pdf_pages(data)
+            text, pages = _normalize_pages(page_texts)
+            blocks = _page_blocks(text, pages, outline)
         elif fmt == "docx":
-            text, _ = normalize_whitespace("\n\n".join(_docx_blocks(data)))
+            raw, raw_blocks = _joined_blocks(_docx_blocks(data))
+            text, source_index = normalize_whitespace(raw)
+            blocks = _map_blocks(raw_blocks, text, source_index)
         else:
             declared = _declared_html_charset(data) if fmt == "html" else None
             raw, encoding = _decode_text(data, declared)
-            if fmt == "html":
-                raw = _html_to_text(raw)
-            elif fmt == "md":
-                raw = _markdown_to_text(raw)
-            text, _ = normalize_whitespace(raw)
+            if fmt in ("html", "md"):
+                walked = _html_walk(raw) if fmt == "html" else _markdown_walk(raw)
+                text, source_index = normalize_whitespace(walked.text)
+                blocks = _map_blocks(walked.blocks, text, source_index)
+            else:
+                text, _ = normalize_whitespace(raw)
+                blocks = _plain_text_blocks(text)
     except LoadError:
         raise
     except RecursionError as exc:
@@ -673,4 +991,4 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
         if fmt == "pdf":
             raise LoadError("no text found (image-only PDF? OCR is not supported)")
         raise LoadError("no text found")
-    return LoadedText(text=text, format=fmt, pages=pages, encoding=encoding)
+    return LoadedText(text=text, format=fmt, pages=pages, encoding=encoding, blocks=blocks)

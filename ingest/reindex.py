@@ -65,7 +65,7 @@ def reindex(
     done = 0
     for chunks in catalog.iter_chunks(batch_size):
         paths = {d.id: d.path for d in catalog.documents_by_id({c.document_id for c in chunks})}
-        vectors = encoder.encode([c.text for c in chunks])
+        vectors = encoder.encode([c.search_text for c in chunks])
         points = [
             make_point(c, paths.get(c.document_id, ""), v) for c, v in zip(chunks, vectors, strict=True)
         ]

@@ -53,17 +53,40 @@ class SpanCandidate:
         return self.score - self.null_score
 
 
+Segments = Sequence[tuple[int, int]]
+"""[start, end) char ranges of a passage that an answer must lie inside (one of them, whole)."""
+
+
+def _segment_of_tokens(offsets: Sequence[tuple[int, int]], segments: Segments) -> np.ndarray:
+    """Per token, the index of the segment that holds it whole, or -1."""
+    bounds = sorted(segments)
+    starts = np.array([s for s, _ in bounds], dtype=np.int64)
+    ends = np.array([e for _, e in bounds], dtype=np.int64)
+    token_starts = np.array([o[0] for o in offsets], dtype=np.int64)
+    token_ends = np.array([o[1] for o in offsets], dtype=np.int64)
+    index = np.searchsorted(starts, token_starts, side="right") - 1
+    inside = (index >= 0) & (token_ends <= ends[np.maximum(index, 0)])
+    return np.where(inside, index, -1)
+
+
 def window_spans(
-    window: WindowLogits, *, max_answer_tokens: int = 30, top_n: int = 20
+    window: WindowLogits,
+    *,
+    max_answer_tokens: int = 30,
+    top_n: int = 20,
+    segments: Segments | None = None,
 ) -> list[SpanCandidate]:
     """The ``top_n`` best spans of one window.
 
-    A span starts and ends on passage tokens, has ``end >= start`` and at most ``max_answer_tokens`` tokens.
+    A span starts and ends on passage tokens, has ``end >= start`` and at most ``max_answer_tokens`` tokens;
+    with ``segments``, both its ends lie in the same segment (a span never crosses a block boundary, and
+    text outside every segment, such as a heading put in front of the passage, is never an answer).
 
     Args:
         window: the window's logits and offsets.
         max_answer_tokens: the longest span, in tokens.
         top_n: how many spans to return.
+        segments: the char ranges of the passage an answer may come from (None: all of it).
 
     Returns:
         Spans, best first.
@@ -77,6 +100,10 @@ def window_spans(
     scores = starts[:, None] + ends[None, :]
     gap = positions[None, :] - positions[:, None]
     valid = (gap >= 0) & (gap < max_answer_tokens)
+    if segments is not None:
+        spans = [window.offsets[int(p)] or (0, 0) for p in positions]
+        owner = _segment_of_tokens(spans, segments)
+        valid &= (owner[:, None] == owner[None, :]) & (owner[:, None] >= 0)
     scores = np.where(valid, scores, -np.inf)
     flat = scores.ravel()
     n_valid = int(valid.sum())
@@ -138,6 +165,7 @@ def decode(
     max_answer_tokens: int = 30,
     top_n_per_window: int = 20,
     top_k: int = 5,
+    segments: Sequence[Segments | None] | None = None,
 ) -> list[SpanCandidate]:
     """Best spans over all windows of all passages, overlapping duplicates dropped, best first.
 
@@ -147,13 +175,17 @@ def decode(
         max_answer_tokens: the longest span in tokens.
         top_n_per_window: candidates taken from each window before ranking.
         top_k: how many spans to return.
+        segments: per passage, the char ranges an answer must lie inside (None: anywhere in it).
 
     Returns:
         Up to ``top_k`` spans with non-empty text.
     """
     candidates: list[SpanCandidate] = []
     for window in windows:
-        for cand in window_spans(window, max_answer_tokens=max_answer_tokens, top_n=top_n_per_window):
+        allowed = segments[window.passage_index] if segments is not None else None
+        for cand in window_spans(
+            window, max_answer_tokens=max_answer_tokens, top_n=top_n_per_window, segments=allowed
+        ):
             start, end = trim_span(passages[cand.passage_index], cand.char_start, cand.char_end)
             if end <= start:
                 continue

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reader.decoding import SpanCandidate, WindowLogits, decode
+from reader.decoding import Segments, SpanCandidate, WindowLogits, decode
 from reader.model import (
     ReaderLoadError,
     load_reader_model,
@@ -207,16 +207,28 @@ class ExtractiveReader:
         self.warm_up()
         return self._tokenizer
 
-    def run(self, question: str, passages: Sequence[str]) -> ReaderResult:
+    def run(
+        self, question: str, passages: Sequence[str], segments: Sequence[Segments | None] | None = None
+    ) -> ReaderResult:
         """Read ``passages`` for ``question``.
+
+        Args:
+            question: the question.
+            passages: the texts to read.
+            segments: per passage, the char ranges an answer must lie inside, whole (its blocks; a heading
+                put in front of a passage lies in none); None: anywhere.
 
         Returns:
             The best spans over all passages and windows, with the no-answer evidence.
         """
-        return self.run_batch([(question, passages)])[0]
+        return self.run_batch([(question, passages)], [segments])[0]
 
-    def run_batch(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[ReaderResult]:
-        """Read many (question, passages) pairs, batching windows across them."""
+    def run_batch(
+        self,
+        items: Sequence[tuple[str, Sequence[str]]],
+        segments: Sequence[Sequence[Segments | None] | None] | None = None,
+    ) -> list[ReaderResult]:
+        """Read many (question, passages) pairs, batching windows across them (``segments`` per item)."""
         self.warm_up()
         windows = []
         for index, (question, passages) in enumerate(items):
@@ -244,9 +256,13 @@ class ExtractiveReader:
                 )
             )
         results = []
-        for (_, passages), item_windows in zip(items, per_item, strict=True):
+        for position, ((_, passages), item_windows) in enumerate(zip(items, per_item, strict=True)):
             spans = decode(
-                item_windows, list(passages), max_answer_tokens=self.max_answer_tokens, top_k=self.top_k
+                item_windows,
+                list(passages),
+                max_answer_tokens=self.max_answer_tokens,
+                top_k=self.top_k,
+                segments=segments[position] if segments is not None else None,
             )
             null = min((w.null_score for w in item_windows), default=float("inf"))
             results.append(ReaderResult(spans=spans, null_score=null, windows=len(item_windows)))

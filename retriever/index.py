@@ -27,10 +27,14 @@ from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
+from retriever.lexical import SparseVector
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: The sparse vector of each point that holds its BM25 term weights (see ``retriever.lexical``).
+LEXICAL_VECTOR = "lexical"
 #: Payload fields that get a keyword payload index in every collection.
 INDEXED_PAYLOAD_FIELDS: tuple[str, ...] = ("document_id", "path")
 #: Keep each upsert request under this many (estimated) bytes; servers reject huge bodies.
@@ -73,16 +77,17 @@ class VectorIndexUnavailableError(VectorIndexError):
 
 @dataclass(frozen=True)
 class IndexPoint:
-    """One point to store: a chunk id, its (normalized) vector and its payload."""
+    """One point to store: a chunk id, its (normalized) vector, its BM25 term weights and its payload."""
 
     id: str
     vector: Sequence[float]
     payload: dict[str, Any]
+    sparse: SparseVector | None = None
 
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One search result; ``score`` is the cosine similarity (higher is better)."""
+    """One search result; ``score`` is the cosine similarity, or the BM25 score of a lexical search."""
 
     id: str
     score: float
@@ -124,6 +129,12 @@ class VectorIndex(Protocol):
     def search(
         self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]: ...
+
+    def search_lexical(
+        self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
+    ) -> list[SearchHit]: ...
+
+    def has_lexical(self, name: str) -> bool: ...
 
     def count(self, name: str, *, document_id: str | None = None) -> int: ...
 
@@ -235,18 +246,26 @@ def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[start : start + size]
 
 
+PreparedPoint = tuple[str, list[float], dict[str, Any], SparseVector | None]
+
+
 def _prepare_points(
     name: str, points: Sequence[IndexPoint], dimension: int | None
-) -> tuple[list[tuple[str, list[float], dict[str, Any]]], list[int]]:
+) -> tuple[list[PreparedPoint], list[int]]:
     """Normalize ids and vectors (last one wins for duplicate ids) and estimate each point's size."""
-    by_id: dict[str, tuple[str, list[float], dict[str, Any]]] = {}
+    by_id: dict[str, PreparedPoint] = {}
     for point in points:
         vector = _to_floats(point.vector)
         _check_dimension(name, vector, dimension, f"vector of point {point.id}")
         point_id = _normalize_id(point.id)
-        by_id[point_id] = (point_id, vector, dict(point.payload))
+        sparse = point.sparse if point.sparse is not None and point.sparse.indices else None
+        by_id[point_id] = (point_id, vector, dict(point.payload), sparse)
     prepared = list(by_id.values())
-    return prepared, [_estimate_point_bytes(vector, payload) for _, vector, payload in prepared]
+    sizes = [
+        _estimate_point_bytes(vector, payload) + (24 * len(sparse.indices) if sparse else 0)
+        for _, vector, payload, sparse in prepared
+    ]
+    return prepared, sizes
 
 
 def _check_collection_name(name: str) -> None:
@@ -426,6 +445,11 @@ class EdgeVectorIndex:
                     self._dimensions[name] = dimension
                 try:
                     self._ensure_payload_indexes(shard)
+                    if not self.has_lexical(name):
+                        # Made before lexical retrieval: points re-ingested from now on get their terms.
+                        shard.update(
+                            q.UpdateOperation.create_sparse_vector(LEXICAL_VECTOR, modifier=q.Modifier.Idf)
+                        )
                 except Exception as exc:
                     raise self._edge_error(exc, name, "index") from None
                 return
@@ -441,6 +465,7 @@ class EdgeVectorIndex:
                 shutil.rmtree(directory)
             config = q.EdgeConfig(
                 vectors=q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine),
+                sparse_vectors={LEXICAL_VECTOR: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
                 # Keep every upserted point searchable at once, whatever the segment size.
                 optimizers=q.EdgeOptimizersConfig(prevent_unoptimized=False),
             )
@@ -537,7 +562,16 @@ class EdgeVectorIndex:
         q = self._q
         for batch in _batches(prepared, sizes):
             operation = q.UpdateOperation.upsert_points(
-                [q.Point(point_id, vector, payload) for point_id, vector, payload in batch]
+                [
+                    q.Point(
+                        point_id,
+                        {"": vector, LEXICAL_VECTOR: q.SparseVector(sparse.indices, sparse.values)}
+                        if sparse is not None
+                        else vector,
+                        payload,
+                    )
+                    for point_id, vector, payload, sparse in batch
+                ]
             )
             try:
                 shard.update(operation)
@@ -606,6 +640,57 @@ class EdgeVectorIndex:
         hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits
+
+    def search_lexical(
+        self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``limit`` points whose BM25 score for the query's terms is highest, best first.
+
+        Args:
+            name: Collection name.
+            query: The query's terms (``Bm25Encoder.query``).
+            limit: Maximum number of hits.
+            filter: Optional restriction to documents/paths.
+
+        Returns:
+            Hits with a positive score, sorted by descending score ([] for a collection without terms).
+        """
+        shard = self._shard(name)
+        if limit <= 0 or not query.indices or (filter is not None and filter.matches_nothing()):
+            return []
+        if not self.has_lexical(name):
+            return []
+        q = self._q
+        request = q.QueryRequest(
+            limit=limit,
+            query=q.Query.Nearest(q.SparseVector(query.indices, query.values), using=LEXICAL_VECTOR),
+            filter=self._search_filter(filter),
+            with_payload=True,
+            with_vector=False,
+        )
+        try:
+            results = shard.query(request)
+        except Exception as exc:
+            raise self._edge_error(exc, name, "search") from None
+        hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results if r.score > 0]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits
+
+    def has_lexical(self, name: str) -> bool:
+        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not).
+
+        Args:
+            name: Collection name.
+
+        Returns:
+            True if its points can carry a lexical vector.
+        """
+        self._shard(name)
+        try:
+            config = json.loads((self._collection_dir(name) / EDGE_CONFIG_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise VectorIndexError(f"cannot read the configuration of collection {name!r}: {exc}") from None
+        return LEXICAL_VECTOR in (config.get("sparse_vectors") or {})
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
         """The exact number of points, optionally of one document.
@@ -758,6 +843,7 @@ class ServerVectorIndex:
         from qdrant_client import QdrantClient, models
 
         self._models: Any = models
+        self._lexical: dict[str, bool] = {}
         self._local = url == ":memory:"
         self._display_url = redact_url(url)
         self._dimensions: dict[str, int] = {}
@@ -901,7 +987,9 @@ class ServerVectorIndex:
                     "create",
                     name,
                     lambda: self._client.create_collection(
-                        name, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE)
+                        name,
+                        vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
+                        sparse_vectors_config={LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
                     ),
                 )
             except VectorIndexError:
@@ -922,6 +1010,19 @@ class ServerVectorIndex:
             raise VectorIndexError(f"collection {name!r} uses {distance} distance, not cosine")
         self._dimensions[name] = size
         self._ensure_payload_indexes(name, set(info.payload_schema or {}))
+        if LEXICAL_VECTOR not in (info.config.params.sparse_vectors or {}):
+            # Made before lexical retrieval: add the sparse vector where the server allows it, else such a
+            # collection keeps working dense-only until `spanqa reindex` makes a new one.
+            sparse = {LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)}
+            try:
+                self._call(
+                    "add lexical vectors to",
+                    name,
+                    lambda: self._client.update_collection(name, sparse_vectors_config=sparse),
+                )
+            except VectorIndexError as exc:
+                logger.warning("collection %s stays without lexical vectors: %s", name, exc)
+            self._lexical.pop(name, None)
 
     def has_collection(self, name: str) -> bool:
         """Whether collection ``name`` exists.
@@ -978,6 +1079,7 @@ class ServerVectorIndex:
             name: Collection name.
         """
         self._dimensions.pop(name, None)
+        self._lexical.pop(name, None)
         try:
             self._call("drop", name, lambda: self._client.delete_collection(name))
         except VectorIndexError:
@@ -993,10 +1095,20 @@ class ServerVectorIndex:
         """
         prepared, sizes = _prepare_points(name, points, self._dimension(name))
         m = self._models
+        lexical = self.has_lexical(name)
         for batch in _batches(prepared, sizes):
             structs = [
-                m.PointStruct(id=point_id, vector=vector, payload=payload)
-                for point_id, vector, payload in batch
+                m.PointStruct(
+                    id=point_id,
+                    vector={
+                        "": vector,
+                        LEXICAL_VECTOR: m.SparseVector(indices=sparse.indices, values=sparse.values),
+                    }
+                    if sparse is not None and lexical
+                    else vector,
+                    payload=payload,
+                )
+                for point_id, vector, payload, sparse in batch
             ]
             self._call("upsert into", name, partial(self._client.upsert, name, structs, wait=True))
 
@@ -1063,6 +1175,60 @@ class ServerVectorIndex:
         hits = [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits
+
+    def search_lexical(
+        self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``limit`` points whose BM25 score for the query's terms is highest, best first.
+
+        Args:
+            name: Collection name.
+            query: The query's terms (``Bm25Encoder.query``).
+            limit: Maximum number of hits.
+            filter: Optional restriction to documents/paths.
+
+        Returns:
+            Hits with a positive score, sorted by descending score ([] for a collection without terms).
+        """
+        if limit <= 0 or not query.indices or (filter is not None and filter.matches_nothing()):
+            return []
+        if not self.has_lexical(name):
+            return []
+        sparse = self._models.SparseVector(indices=list(query.indices), values=list(query.values))
+        query_filter = self._search_filter(filter)
+        response = self._call(
+            "search",
+            name,
+            lambda: self._client.query_points(
+                name,
+                query=sparse,
+                using=LEXICAL_VECTOR,
+                limit=limit,
+                query_filter=query_filter,
+                with_payload=True,
+                with_vectors=False,
+            ),
+        )
+        points = [p for p in response.points if p.score > 0]
+        hits = [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits
+
+    def has_lexical(self, name: str) -> bool:
+        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not).
+
+        Args:
+            name: Collection name.
+
+        Returns:
+            True if its points can carry a lexical vector.
+        """
+        cached = self._lexical.get(name)
+        if cached is None:
+            info = self._call("read", name, lambda: self._client.get_collection(name))
+            cached = LEXICAL_VECTOR in (info.config.params.sparse_vectors or {})
+            self._lexical[name] = cached
+        return cached
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
         """The exact number of points, optionally of one document.

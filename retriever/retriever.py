@@ -1,38 +1,67 @@
-"""The dense retriever: a question -> the nearest chunks in the active collection."""
+"""The retriever: a question -> the best chunks of the active collection: dense, lexical (BM25) or fused."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from retriever.encoder import TextEncoder
 from retriever.index import SearchFilter, SearchHit, VectorIndex
+from retriever.lexical import Bm25Encoder, reciprocal_rank_fusion, weighted_score_fusion
+from spanqa.settings import CHOICES
 
-logger = logging.getLogger(__name__)
+RETRIEVAL_MODES = CHOICES["retrieval"]
+FUSION_METHODS = CHOICES["fusion"]
+#: Hits taken from each of the dense and lexical lists before they are fused.
+FUSION_CANDIDATES = 50
 
 
 @dataclass
 class RetrievalResult:
+    """Hits, best first; in hybrid mode ``score`` is the fused score."""
+
     hits: list[SearchHit]
     encode_seconds: float
     search_seconds: float
 
 
-class DenseRetriever:
-    """Bi-encoder retrieval over one vector collection.
+class Retriever:
+    """Bi-encoder and BM25 retrieval over one collection, alone or fused.
 
     Args:
         encoder: embeds the query (the same model that embedded the chunks).
         index: the vector index.
         collection: the collection to search.
+        mode: "dense" (cosine), "lexical" (BM25) or "hybrid" (both, fused).
+        fusion: "rrf" (reciprocal rank fusion) or "weighted" (min-max scaled scores, weighted sum).
+        lexical_weight: the lexical list's weight in the fusion (the dense list's is 1).
+        candidates: hits taken from each list before fusing.
     """
 
-    def __init__(self, *, encoder: TextEncoder, index: VectorIndex, collection: str) -> None:
+    def __init__(
+        self,
+        *,
+        encoder: TextEncoder,
+        index: VectorIndex,
+        collection: str,
+        mode: str = "hybrid",
+        fusion: str = "rrf",
+        lexical_weight: float = 1.0,
+        candidates: int = FUSION_CANDIDATES,
+    ) -> None:
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, not {mode!r}")
+        if fusion not in FUSION_METHODS:
+            raise ValueError(f"fusion must be one of {', '.join(FUSION_METHODS)}, not {fusion!r}")
         self.encoder = encoder
         self.index = index
         self.collection = collection
+        self.mode = mode
+        self.fusion = fusion
+        self.lexical_weight = lexical_weight
+        self.candidates = candidates
+        self.lexical = Bm25Encoder()
 
     def run(
         self,
@@ -41,7 +70,7 @@ class DenseRetriever:
         top_k: int = 10,
         document_ids: Sequence[str] | None = None,
     ) -> RetrievalResult:
-        """The ``top_k`` chunks nearest to ``query``, best first.
+        """The ``top_k`` best chunks for ``query``, best first.
 
         Args:
             query: the question or search text.
@@ -49,13 +78,41 @@ class DenseRetriever:
             document_ids: search only these documents (None: all).
 
         Returns:
-            The hits with their cosine scores, and the time spent encoding and searching.
+            The hits with their scores (cosine, BM25 or fused), and the time spent encoding and searching.
         """
         started = time.perf_counter()
-        vector = self.encoder.encode([query])[0]
+        mode = self.mode
+        if mode != "dense" and not self.index.has_lexical(self.collection):
+            mode = "dense"  # a collection made before lexical retrieval: `spanqa reindex` adds it
+        vector = self.encoder.encode([query])[0] if mode != "lexical" else None
         encoded = time.perf_counter()
         search_filter = SearchFilter(document_ids=list(document_ids)) if document_ids is not None else None
-        hits = self.index.search(self.collection, vector, limit=top_k, filter=search_filter)
+        depth = top_k if mode != "hybrid" else max(top_k, self.candidates)
+        dense: list[SearchHit] = []
+        lexical: list[SearchHit] = []
+        if vector is not None:
+            dense = self.index.search(self.collection, vector, limit=depth, filter=search_filter)
+        if mode != "dense":
+            terms = self.lexical.query(query)
+            lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
+        hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
         return RetrievalResult(
-            hits=hits, encode_seconds=encoded - started, search_seconds=time.perf_counter() - encoded
+            hits=hits[:top_k], encode_seconds=encoded - started, search_seconds=time.perf_counter() - encoded
         )
+
+    def _fuse(self, dense: list[SearchHit], lexical: list[SearchHit]) -> list[SearchHit]:
+        """One ranking from both lists; ties keep the dense order."""
+        if self.fusion == "rrf":
+            scores = reciprocal_rank_fusion(
+                [[h.id for h in dense], [h.id for h in lexical]], weights=[1.0, self.lexical_weight]
+            )
+        else:
+            scores = weighted_score_fusion(
+                [{h.id: h.score for h in dense}, {h.id: h.score for h in lexical}],
+                weights=[1.0, self.lexical_weight],
+            )
+        payloads = {h.id: h.payload for h in lexical}
+        payloads.update((h.id, h.payload) for h in dense)
+        order = {item: rank for rank, item in enumerate([h.id for h in dense] + [h.id for h in lexical])}
+        ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))
+        return [SearchHit(item, scores[item], payloads[item]) for item in ranked]

@@ -14,9 +14,10 @@ from ingest.catalog import Catalog
 from ingest.job import check_model
 from ingest.walk import matches
 from reader.squad import normalize_answer
-from retriever.retriever import DenseRetriever
+from retriever.lexical import min_max
+from retriever.retriever import Retriever
 from spanqa.runtime import Runtime
-from spanqa.types import Answer, DocumentStatus, Passage, page_at
+from spanqa.types import Answer, DocumentStatus, Passage, page_at, with_heading
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,13 @@ class SearchResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SearchResult:
         """The inverse of ``to_dict``."""
-        return cls([Passage(**p) for p in data["passages"]], dict(data.get("timings", {})))
+        return cls([passage_from_dict(p) for p in data["passages"]], dict(data.get("timings", {})))
+
+
+def passage_from_dict(data: dict[str, Any]) -> Passage:
+    """A Passage from ``dataclasses.asdict`` output sent through JSON (lists back to tuples)."""
+    segments = tuple((int(a), int(b)) for a, b in data.get("segments") or ())
+    return Passage(**{**data, "segments": segments})
 
 
 def documents_matching(catalog: Catalog, path_glob: str) -> list[str]:
@@ -51,13 +58,21 @@ def documents_matching(catalog: Catalog, path_glob: str) -> list[str]:
     ]
 
 
-def retriever_for(runtime: Runtime) -> DenseRetriever:
+def retriever_for(runtime: Runtime) -> Retriever:
     """The retriever over the active collection; refuses a model that differs from the indexed one."""
     active = runtime.catalog.active_index()
     if active is None:
         raise EmptyIndexError("nothing is indexed yet: run `spanqa ingest PATH` first")
-    check_model(active.model_name, runtime.settings.retriever_model)
-    return DenseRetriever(encoder=runtime.encoder, index=runtime.index, collection=active.collection)
+    settings = runtime.settings
+    check_model(active.model_name, settings.retriever_model)
+    return Retriever(
+        encoder=runtime.encoder,
+        index=runtime.index,
+        collection=active.collection,
+        mode=settings.retrieval,
+        fusion=settings.fusion,
+        lexical_weight=settings.lexical_weight,
+    )
 
 
 def search(
@@ -108,6 +123,8 @@ def search(
                 page=chunk.page,
                 ordinal=chunk.ordinal,
                 rank=len(passages) + 1,
+                heading=chunk.heading,
+                segments=chunk.segments,
             )
         )
     timings = {
@@ -120,8 +137,9 @@ def search(
 
 # Ask ------------------------------------------------------------------------------------------------------
 
-# Cosine similarities live in [-1, 1] and span scores are sums of two logits (roughly -10..20): this scale
-# puts both on one footing before they are mixed by the retriever_weight setting (BERTserini-style).
+# Retriever scores are min-max scaled to [0, 1] over the passages read (cosine, BM25 and fused scores alike)
+# and span scores are sums of two logits (roughly -10..20): this scale puts both on one footing before they
+# are mixed by the retriever_weight setting (BERTserini-style).
 RETRIEVER_LOGIT_SCALE = 20.0
 
 
@@ -145,14 +163,30 @@ class AskResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AskResult:
         """The inverse of ``to_dict``."""
-        answers = [Answer(**{**a, "passage": Passage(**a["passage"])}) for a in data["answers"]]
-        passages = [Passage(**p) for p in data["passages"]]
+        answers = [Answer(**{**a, "passage": passage_from_dict(a["passage"])}) for a in data["answers"]]
+        passages = [passage_from_dict(p) for p in data["passages"]]
         return cls(data["question"], answers, passages, dict(data.get("timings", {})))
 
 
 def combine_scores(reader_score: float, retriever_score: float, weight: float) -> float:
-    """Mix the reader's span logits with the retriever's cosine (``weight`` 0 = reader only)."""
+    """Mix the reader's span logits with the retriever's score scaled to [0, 1] (weight 0: reader only)."""
     return (1.0 - weight) * reader_score + weight * RETRIEVER_LOGIT_SCALE * retriever_score
+
+
+def reader_inputs(passages: Sequence[Passage]) -> tuple[list[str], list[list[tuple[int, int]]], list[int]]:
+    """What the reader reads of each passage: its heading path, then its text; the blocks an answer may come
+    from (in the text, never the heading); and where the text starts behind the heading."""
+    texts: list[str] = []
+    segments: list[list[tuple[int, int]]] = []
+    prefixes: list[int] = []
+    for passage in passages:
+        text = with_heading(passage.heading, passage.text)
+        shift = len(text) - len(passage.text)
+        blocks = passage.segments or ((0, len(passage.text)),)
+        texts.append(text)
+        segments.append([(shift + a, shift + b) for a, b in blocks])
+        prefixes.append(shift)
+    return texts, segments, prefixes
 
 
 def answer_context(text: str, start: int, end: int) -> tuple[str, int]:
@@ -206,18 +240,22 @@ def ask(
         return AskResult(question, [], [], timings)
     runtime.reader.warm_up()  # loading (and a first ONNX export) is not reading: keep it out of the timing
     read_started = time.perf_counter()
-    result = runtime.reader.run(question, [p.text for p in found.passages])
+    texts, segments, prefixes = reader_inputs(found.passages)
+    result = runtime.reader.run(question, texts, segments)
     timings["read"] = time.perf_counter() - read_started
     weight = settings.retriever_weight
+    retrieval = min_max({str(i): p.score for i, p in enumerate(found.passages)})
     scored = []
     for span in result.spans:
         if span.margin <= settings.no_answer_threshold:
             continue
         passage = found.passages[span.passage_index]
-        scored.append((combine_scores(span.score, passage.score, weight), span, passage))
+        shift = prefixes[span.passage_index]
+        span = dataclasses.replace(span, char_start=span.char_start - shift, char_end=span.char_end - shift)
+        combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
+        scored.append((combined, span, passage))
     scored.sort(key=lambda item: item[0], reverse=True)
-    best_passage_score = max(p.score for p in found.passages)
-    null_logit = combine_scores(result.null_score, best_passage_score, weight)
+    null_logit = combine_scores(result.null_score, 1.0, weight)
     normalizer = _logsumexp([s for s, _, _ in scored] + [null_logit])
     pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
     picked: list[Answer] = []

@@ -24,6 +24,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "encoder_backend": ("auto", "onnx", "torch"),
     "reader_backend": ("auto", "onnx", "torch"),
     "reader_precision": ("auto", "fp32", "int8"),
+    "retrieval": ("dense", "lexical", "hybrid"),
+    "fusion": ("rrf", "weighted"),
 }
 
 
@@ -57,6 +59,9 @@ class Settings:
     chunk_tokens: int = 200
     chunk_overlap: int = 40
     max_file_mb: float = 20.0
+    retrieval: str = "hybrid"
+    fusion: str = "rrf"
+    lexical_weight: float = 1.0
 
     reader_model: str = DEFAULT_READER_MODEL
     reader_backend: str = "auto"

@@ -60,7 +60,12 @@ def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A window of a document's text; ``document.text[char_start:char_end] == text``."""
+    """A window of a document's text; ``document.text[char_start:char_end] == text``.
+
+    ``heading`` is the heading path above it (``Memory > work_mem (integer)``); ``segments`` are its blocks,
+    [start, end) offsets relative to ``char_start`` (empty: the whole chunk is one block). An answer lies
+    inside one segment: it never crosses a block boundary.
+    """
 
     id: str
     document_id: str
@@ -69,6 +74,13 @@ class Chunk:
     char_end: int
     text: str
     page: int | None = None
+    heading: str = ""
+    segments: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def search_text(self) -> str:
+        """What the retriever indexes: the heading path, then the text."""
+        return with_heading(self.heading, self.text)
 
     @staticmethod
     def make_id(document_id: str, ordinal: int, text: str) -> str:
@@ -77,9 +89,18 @@ class Chunk:
         return str(uuid.uuid5(CHUNK_ID_NAMESPACE, f"{document_id}:{ordinal}:{digest}"))
 
 
+def with_heading(heading: str, text: str) -> str:
+    """A chunk's text behind its heading path (what the retriever indexes and the reader reads)."""
+    return f"{heading}\n{text}" if heading else text
+
+
 @dataclass(frozen=True)
 class Passage:
-    """A chunk found by the retriever, with its score and where it lives."""
+    """A chunk found by the retriever, with its score and where it lives.
+
+    ``score`` is the retriever's score for it (cosine, BM25, or the fused score in hybrid retrieval);
+    ``heading`` and ``segments`` are the chunk's (see ``Chunk``).
+    """
 
     chunk_id: str
     document_id: str
@@ -91,6 +112,8 @@ class Passage:
     page: int | None = None
     ordinal: int = 0
     rank: int = 0
+    heading: str = ""
+    segments: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
