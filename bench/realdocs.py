@@ -138,9 +138,12 @@ def collapse(text: str) -> str:
 def contains_answer(passage_text: str, answers: list[str]) -> bool:
     """One of ``answers`` occurs in the passage, not glued to a letter or digit on either side."""
     text = collapse(passage_text)
-    for answer in answers:
-        pattern = r"(?<![0-9a-z])" + re.escape(collapse(answer)) + r"(?![0-9a-z])"
-        if re.search(pattern, text):
+    for answer in map(collapse, answers):
+        if not answer:
+            continue
+        before = r"(?<![0-9a-z])" if answer[0].isalnum() else ""
+        after = r"(?![0-9a-z])" if answer[-1].isalnum() else ""
+        if re.search(before + re.escape(answer) + after, text):
             return True
     return False
 

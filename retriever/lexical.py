@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -55,16 +56,23 @@ class SparseVector:
     values: list[float]
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import snowballstemmer
+_local = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    # A Snowball stemmer keeps its state in the object: one per thread (ingest and asks may overlap).
+    stemmer: Any = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def tokenize(text: str) -> list[str]:
     """The terms of ``text``: identifiers whole and split, plain words stemmed, stop words dropped."""
-    stem = _stemmer().stemWord
+    stem = _stem
     terms: list[str] = []
     for match in _TOKEN.finditer(text):
         token = match.group(0)

@@ -442,7 +442,7 @@ def _is_alembic_version(diff: Any) -> bool:
 def test_upgrade_from_empty_gives_head(url: str, engine: Engine) -> None:
     assert current_revision(engine) is None
     upgrade(url)
-    assert current_revision(engine) == head_revision() == "0002"
+    assert current_revision(engine) == head_revision() == "0003"
     assert set(inspect(engine).get_table_names()) >= CATALOG_TABLES
     assert schema_diff(engine) == []
     upgrade(url)  # nothing to do
@@ -516,7 +516,7 @@ def test_a_newer_schema_is_refused(url: str, engine: Engine) -> None:
     assert isinstance(caught.value, CatalogError)
     assert "\n" not in message
     assert (
-        "schema revision 0999_from_the_future, newer than this spanqa knows (0002): upgrade spanqa" in message
+        "schema revision 0999_from_the_future, newer than this spanqa knows (0003): upgrade spanqa" in message
     )
     assert Catalog.mask(url) in message
     with pytest.raises(SchemaTooNewError):
