@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders import NON_CONTENT_KINDS, ROW, Block
+from ingest.loaders import NON_CONTENT_KINDS, ROW, TERM, Block
 from spanqa.types import page_at
 
 # A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
@@ -57,13 +57,17 @@ def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]
 
 
 def _units(
-    text: str, tokenizer: Any, max_unit_tokens: int, piece_tokens: int, ranges: Sequence[tuple[int, int]] = ()
+    text: str,
+    tokenizer: Any,
+    max_unit_tokens: int,
+    piece_tokens: int,
+    ranges: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[list[tuple[int, int]], list[int], list[int]]:
     """Sentences with their token counts and the index of the range each lies in (the whole text when no
     ranges are given); a sentence over ``max_unit_tokens`` is cut into ``piece_tokens`` pieces."""
     sentences: list[tuple[int, int]] = []
     sentence_owner: list[int] = []
-    for index, (start, end) in enumerate(ranges or [(0, len(text))]):
+    for index, (start, end) in enumerate([(0, len(text))] if ranges is None else ranges):
         found = sentence_spans(text[start:end])
         sentences.extend((start + s, start + e) for s, e in found)
         sentence_owner.extend([index] * len(found))
@@ -159,8 +163,9 @@ def chunk_blocks(
     Within a section whole blocks are packed into windows of up to ``chunk_tokens`` tokens; a window that
     must end inside a block ends at the last block boundary instead when that keeps at least half the window,
     else on a sentence boundary, with ``overlap_tokens`` of sentences shared with the next window. Headings,
-    definition terms, table header rows and navigation blocks are not chunked: they reach the retriever and
-    the reader as each chunk's heading path.
+    table header rows and navigation blocks are not chunked: they reach the retriever and the reader as each
+    chunk's heading path. A definition's term opens its entry's first chunk (an option's name answers
+    "which option ...?") and titles the others.
 
     Args:
         text: the document text.
@@ -212,14 +217,12 @@ def chunk_blocks(
             (max(b.char_start, char_start), min(b.char_end, char_end))
             for b in content[owner[i] : owner[j - 1] + 1]
         )
+        first = content[owner[i]]
+        heading = first.heading
+        if first.kind == TERM and units[i][0] == first.char_start:
+            heading = heading[:-1]  # the entry's term opens the chunk: no need to say it twice
         spans.append(
-            ChunkSpan(
-                char_start,
-                char_end,
-                page_at(pages, char_start),
-                HEADING_SEPARATOR.join(content[owner[i]].heading),
-                segments,
-            )
+            ChunkSpan(char_start, char_end, page_at(pages, char_start), HEADING_SEPARATOR.join(heading), segments)
         )
         if j >= n:
             break

@@ -52,7 +52,7 @@ _MAX_REASON_CHARS = 160
 # Block kinds that name what follows instead of answering anything: they go into heading paths, not chunks.
 HEADING, TERM, HEADER_ROW, NAVIGATION = "heading", "term", "header", "nav"
 TEXT, ITEM, ROW, CODE = "text", "item", "row", "code"
-NON_CONTENT_KINDS = frozenset({HEADING, TERM, HEADER_ROW, NAVIGATION})
+NON_CONTENT_KINDS = frozenset({HEADING, HEADER_ROW, NAVIGATION})
 # A block whose visible text is at least this share link text is navigation (a table of contents, an index).
 NAV_LINK_SHARE = 0.8
 
@@ -77,11 +77,11 @@ class Block:
     Attributes:
         char_start: where it starts in ``LoadedText.text``.
         char_end: where it ends.
-        kind: "text", "item" (list item), "row" (table row), "code", or one that names what follows and
-            answers nothing: "heading", "term" (a definition's ``<dt>``), "header" (a table's header row),
+        kind: "text", "item" (list item), "row" (table row), "code", "term" (a definition's ``<dt>``), or
+            one that names what follows and answers nothing: "heading", "header" (a table's header row),
             "nav" (mostly links: a table of contents, an index).
-        heading: the titles above it, outermost first (headings, the term a definition belongs to, the
-            header row of its table).
+        heading: the titles above it, outermost first (headings, the term of the definition it belongs to,
+            a term itself included, and the header row of its table).
     """
 
     char_start: int
@@ -618,6 +618,14 @@ def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
             walk.headings.pop()
         walk.headings.append((level, text))
     elif kind == TERM and walk.terms:
+        # A term opens its entry: it is in the entry's heading path (for the passages of a long definition
+        # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
+        # name one entry.
+        previous = walk.blocks[-2] if len(walk.blocks) > 1 else None
+        if previous is not None and previous[2] == TERM and previous[3][:-1] == heading:
+            text = f"{previous[3][-1]}, {text}"
+            walk.blocks[-2] = (*previous[:3], (*heading, text))
+        walk.blocks[-1] = (start, end, TERM, (*heading, text))
         walk.terms[-1] = text
     elif kind == ROW and walk.row_cells and walk.table_headers:
         th, td = walk.row_cells[-1]
@@ -747,7 +755,7 @@ def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
 
 def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
     """Paragraph and table-cell texts of a .docx in document order (headers, footers, text boxes left out),
-    each with its heading level (1 for "Title" and "Heading 1", 2 for "Heading 2", ...; 0 for body text)."""
+    each with its heading level (see ``_docx_heading_level``; 0 for body text)."""
     from docx import Document
     from docx.table import Table
     from docx.text.paragraph import Paragraph
@@ -783,7 +791,7 @@ def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
 
 
 def _docx_heading_level(paragraph: Any) -> int:
-    """1 for "Title" and "Heading 1", N for "Heading N", 0 for any other paragraph style."""
+    """1 for "Title", N + 1 for "Heading N", 0 for any other paragraph style (only the order matters)."""
     try:
         name = (paragraph.style.name or "") if paragraph.style is not None else ""
     except (KeyError, ValueError, AttributeError):
@@ -791,7 +799,7 @@ def _docx_heading_level(paragraph: Any) -> int:
     if name == "Title":
         return 1
     match = re.fullmatch(r"Heading (\d)", name)
-    return int(match.group(1)) if match else 0
+    return int(match.group(1)) + 1 if match else 0
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ Segments = Sequence[tuple[int, int]]
 def _segment_of_tokens(offsets: Sequence[tuple[int, int]], segments: Segments) -> np.ndarray:
     """Per token, the index of the segment that holds it whole, or -1."""
     bounds = sorted(segments)
+    if not bounds:
+        return np.full(len(offsets), -1, dtype=np.int64)
     starts = np.array([s for s, _ in bounds], dtype=np.int64)
     ends = np.array([e for _, e in bounds], dtype=np.int64)
     token_starts = np.array([o[0] for o in offsets], dtype=np.int64)

@@ -99,7 +99,7 @@ class Env:
             full = self.catalog.get_document(doc.id)
             assert full is not None
             chunks = self.catalog.chunks_of(doc.id)
-            assert len(chunks) == full.num_chunks > 0
+            assert len(chunks) == full.num_chunks
             for chunk in chunks:
                 assert full.text[chunk.char_start : chunk.char_end] == chunk.text
 
@@ -305,3 +305,39 @@ def test_unchanged_outcome_reports_chunks(env: Env) -> None:
     again = env.job.run([env.docs])
     assert again.outcomes[0].status == UNCHANGED
     assert again.outcomes[0].chunks == first.outcomes[0].chunks
+
+
+def _lexical_paths(env: Env, query: str) -> set[str]:
+    from retriever.lexical import Bm25Encoder
+
+    hits = env.index.search_lexical(env.collection, Bm25Encoder().query(query), limit=50)
+    return {Path(h.payload["path"]).name for h in hits}
+
+
+def test_lexical_terms_follow_change_delete_and_prune(env: Env) -> None:
+    write_tree(env.docs, TEXTS)
+    env.job.run([env.docs])
+    assert _lexical_paths(env, "Vistula") == {"warsaw.md"}
+    assert _lexical_paths(env, "Photosynthesis") == {"photo.html"}  # the heading path is indexed too
+    (env.docs / "warsaw.md").write_text("# Kraków\n\nKraków was the capital of Poland until 1596. " * 3)
+    env.job.run([env.docs])
+    assert _lexical_paths(env, "Vistula") == set() and _lexical_paths(env, "1596") == {"warsaw.md"}
+    doc = env.catalog.get_document_by_path(str(env.docs / "sub/photo.html"))
+    assert doc is not None
+    env.job.remove_document(doc.id)
+    assert _lexical_paths(env, "Photosynthesis") == set()
+    (env.docs / "broncos.txt").unlink()
+    env.job.run([env.docs], prune=True)
+    assert _lexical_paths(env, "Broncos Panthers") == set()
+    assert _lexical_paths(env, "Kraków") == {"warsaw.md"}
+    env.assert_consistent()
+
+
+def test_a_page_of_links_is_indexed_without_chunks(env: Env) -> None:
+    links = "".join(f'<li><a href="p{i}.html">entry {i}, 12</a></li>' for i in range(40))
+    write_tree(env.docs, {"genindex.html": f"<html><body><h1>Index</h1><ul>{links}</ul></body></html>"})
+    report = env.job.run([env.docs])
+    assert report.summary()["new"] == 1 and report.exit_code == 0
+    doc = env.catalog.get_document_by_path(str(env.docs / "genindex.html"))
+    assert doc is not None and doc.status == DocumentStatus.INDEXED and doc.num_chunks == 0
+    assert env.index.count(env.collection) == 0

@@ -58,3 +58,21 @@ def test_reindex_switches_atomically_while_questions_keep_being_answered(
         (docs / "new.txt").write_text("A new document about Warsaw and the Vistula river. " * 10)
         runtime.ingest_job().run([docs])
         assert runtime.index.point_ids(after.collection) == runtime.catalog.chunk_ids()
+
+
+def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path: Path) -> None:
+    from retriever.lexical import Bm25Encoder
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "config.md").write_text("# Memory\n\n## work_mem\n\nThe default is four megabytes (4MB).\n")
+    (docs / "river.txt").write_text("Warsaw stands on the Vistula river.")
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+        report = reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+        collection = report.current.collection
+        assert runtime.index.has_lexical(collection)
+        hits = runtime.index.search_lexical(collection, Bm25Encoder().query("work_mem default"), limit=5)
+        assert [h.payload["path"].endswith("config.md") for h in hits] == [True]
+        lexical = pipeline.search(runtime, "work_mem", top_k=1)
+        assert lexical.passages[0].heading == "Memory > work_mem"

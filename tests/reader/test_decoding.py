@@ -113,3 +113,23 @@ def test_trim_span_removes_edge_whitespace() -> None:
 def test_window_without_passage_tokens_gives_nothing() -> None:
     w = make_window(5, starts={1: 3.0}, ends={1: 3.0}, context=range(0))
     assert window_spans(w) == []
+
+
+def test_a_span_never_crosses_a_segment_boundary() -> None:
+    # Tokens 3..6 cover chars 6..13; the best span (3, 6) would cross from one block [0, 9) into [10, 20).
+    w = make_window(12, starts={3: 9.0, 5: 2.0}, ends={6: 9.0, 4: 1.0}, context=range(2, 12))
+    assert (window_spans(w)[0].start_token, window_spans(w)[0].end_token) == (3, 6)
+    best = window_spans(w, segments=[(0, 9), (10, 20)])
+    assert best and all(
+        (s.char_start < 9 and s.char_end <= 9) or (s.char_start >= 10 and s.char_end <= 20) for s in best
+    )
+    assert (best[0].start_token, best[0].end_token) == (5, 6)  # 2 + 9 beats 9 + 1 inside [0, 9)
+
+
+def test_text_outside_every_segment_is_never_an_answer() -> None:
+    # A heading in front of the passage (chars 0..9) lies in no segment: its tokens 2..4 are never taken.
+    w = make_window(12, starts={2: 20.0, 7: 1.0}, ends={3: 20.0, 8: 1.0}, context=range(2, 12))
+    spans = decode([w], ["x" * 30], segments=[[(10, 30)]], top_k=20)
+    assert spans and all(s.char_start >= 10 for s in spans)
+    assert (spans[0].start_token, spans[0].end_token) == (7, 8)
+    assert decode([w], ["x" * 30], segments=[[]]) == []

@@ -29,6 +29,7 @@ from retriever.index import (
     collection_name,
     open_vector_index,
 )
+from retriever.lexical import Bm25Encoder
 
 DIM = 8
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -528,3 +529,54 @@ def test_server_calls_retry_transient_failures(monkeypatch: pytest.MonkeyPatch) 
         server._call("test", "c", bad)
     assert len(attempts) == 1 and not isinstance(info.value, VectorIndexUnavailableError)
     server.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Lexical (BM25) terms in the same points (every backend)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _with_terms(points: list[IndexPoint], texts: list[str]) -> list[IndexPoint]:
+    bm25 = Bm25Encoder()
+    return [
+        IndexPoint(p.id, p.vector, p.payload, bm25.document(t)) for p, t in zip(points, texts, strict=True)
+    ]
+
+
+def test_lexical_search_finds_exact_identifiers(
+    index: VectorIndex, coll: str, rng: np.random.Generator
+) -> None:
+    index.ensure_collection(coll, DIM)
+    assert index.has_lexical(coll)
+    texts = [
+        "shared_buffers sets the amount of memory the server uses for shared buffers",
+        "work_mem sets the base maximum amount of memory used by a query operation",
+        "wal_level determines how much information is written to the WAL",
+    ]
+    points = _with_terms(make_points(rng, "doc-a", "/docs/a.html", 3), texts)
+    points.append(make_points(rng, "doc-b", "/docs/b.html", 1)[0])  # a point without terms
+    index.upsert(coll, points)
+    query = Bm25Encoder().query("What is the default value of work_mem?")
+    hits = index.search_lexical(coll, query, limit=5)
+    assert [h.id for h in hits][:1] == [points[1].id]
+    assert all(h.score > 0 for h in hits) and points[3].id not in {h.id for h in hits}
+    assert hits[0].payload["document_id"] == "doc-a"
+    assert index.search_lexical(coll, Bm25Encoder().query("receipts"), limit=5) == []
+    only_b = SearchFilter(document_ids=["doc-b"])
+    assert index.search_lexical(coll, query, limit=5, filter=only_b) == []
+    # Deleting points drops their terms with them: nothing stale is found.
+    index.delete_points(coll, [points[1].id])
+    assert points[1].id not in {h.id for h in index.search_lexical(coll, query, limit=5)}
+    index.delete_document(coll, "doc-a")
+    assert index.search_lexical(coll, Bm25Encoder().query("shared_buffers wal_level"), limit=5) == []
+
+
+def test_replaced_point_loses_its_old_terms(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
+    index.ensure_collection(coll, DIM)
+    [point] = _with_terms(make_points(rng, "doc-a", "/docs/a.html", 1), ["the vistula river"])
+    index.upsert(coll, [point])
+    [changed] = _with_terms([point], ["the oder river"])
+    index.upsert(coll, [changed])
+    bm25 = Bm25Encoder()
+    assert index.search_lexical(coll, bm25.query("vistula"), limit=5) == []
+    assert [h.id for h in index.search_lexical(coll, bm25.query("oder"), limit=5)] == [point.id]

@@ -1,0 +1,238 @@
+"""Loaders keep the document's structure (blocks with heading paths) and the chunker follows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.chunker import HEADING_SEPARATOR, chunk_blocks
+from ingest.loaders import Block, LoadedText, load_file
+
+MANUAL = """<!doctype html><html><body>
+<nav><a href="/">Home</a> <a href="/next">Next</a></nav>
+<h1>Server Configuration</h1>
+<h2>Resource Consumption<a class="headerlink" href="#rc">¶</a></h2>
+<h3>Memory</h3>
+<dl>
+<dt>work_mem (integer)</dt>
+<dd><p>Sets the base maximum amount of memory to be used by a query operation. The default value is four
+megabytes (4MB).</p></dd>
+<dt>maintenance_work_mem (integer)</dt>
+<dd><p>Specifies the maximum amount of memory to be used by maintenance operations. It defaults to 64
+megabytes (64MB).</p><ul><li>VACUUM</li><li>CREATE INDEX</li></ul></dd>
+</dl>
+<h3>Numeric Types</h3>
+<table>
+<thead><tr><th>Name</th><th>Storage Size</th></tr></thead>
+<tbody><tr><td>smallint</td><td>2 bytes</td></tr><tr><td>integer</td><td>4 bytes</td></tr></tbody>
+</table>
+<h2>Examples</h2>
+<pre>CREATE INDEX ON films USING btree
+  (title);</pre>
+<p>column_name is the name of a column.</p>
+</body></html>"""
+
+
+def _blocks(loaded: LoadedText) -> list[tuple[str, tuple[str, ...], str]]:
+    return [(b.kind, b.heading, loaded.text[b.char_start : b.char_end]) for b in loaded.blocks]
+
+
+def _check_blocks(loaded: LoadedText) -> None:
+    """Blocks are trimmed, non-empty, in order and never overlap."""
+    end = 0
+    for block in loaded.blocks:
+        piece = loaded.text[block.char_start : block.char_end]
+        assert piece and piece == piece.strip() and block.char_start >= end
+        end = block.char_end
+
+
+def test_html_headings_definitions_tables_code_and_navigation(tmp_path: Path) -> None:
+    path = tmp_path / "config.html"
+    path.write_text(MANUAL, encoding="utf-8")
+    loaded = load_file(path)
+    _check_blocks(loaded)
+    blocks = _blocks(loaded)
+    memory = ("Server Configuration", "Resource Consumption", "Memory")
+    assert ("nav", (), "Home Next") in blocks
+    assert ("heading", ("Server Configuration",), "Resource Consumption¶") in blocks
+    assert ("term", (*memory, "work_mem (integer)"), "work_mem (integer)") in blocks
+    work_mem = next(b for b in blocks if b[2].startswith("Sets the base"))
+    assert work_mem[:2] == ("text", (*memory, "work_mem (integer)"))
+    assert ("item", (*memory, "maintenance_work_mem (integer)"), "CREATE INDEX") in blocks
+    types = ("Server Configuration", "Resource Consumption", "Numeric Types")
+    assert ("header", types, "Name\nStorage Size") in blocks
+    assert ("row", (*types, "Name | Storage Size"), "smallint\n2 bytes") in blocks
+    code = next(b for b in blocks if b[0] == "code")
+    assert code[1] == ("Server Configuration", "Examples") and "btree\n(title);" in code[2]
+
+
+def test_markdown_headings_lists_tables_and_fences(tmp_path: Path) -> None:
+    path = tmp_path / "guide.md"
+    path.write_text(
+        "# Guide\n\nIntro.\n\n## Install\n\n- step one\n- step two\n\n"
+        "| Option | Default |\n|---|---|\n| --jobs | 4 |\n\n```sh\nmake install\n```\n",
+        encoding="utf-8",
+    )
+    loaded = load_file(path)
+    _check_blocks(loaded)
+    blocks = _blocks(loaded)
+    assert ("heading", (), "Guide") in blocks
+    assert ("text", ("Guide",), "Intro.") in blocks
+    assert ("item", ("Guide", "Install"), "step two") in blocks
+    assert ("row", ("Guide", "Install", "Option | Default"), "--jobs\n4") in blocks
+    assert ("code", ("Guide", "Install"), "make install") in blocks
+
+
+def test_docx_headings(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Handbook", level=0)
+    document.add_heading("Leave", level=1)
+    document.add_paragraph("Employees get 27 days of paid vacation.")
+    document.add_heading("Sick leave", level=2)
+    document.add_paragraph("Sick days are paid in full.")
+    document.add_heading("Offices", level=1)
+    document.add_paragraph("Berlin opens at nine.")
+    path = tmp_path / "handbook.docx"
+    document.save(str(path))
+    loaded = load_file(path)
+    _check_blocks(loaded)
+    texts = {text: (kind, heading) for kind, heading, text in _blocks(loaded)}
+    assert texts["Employees get 27 days of paid vacation."] == ("text", ("Handbook", "Leave"))
+    assert texts["Sick days are paid in full."] == ("text", ("Handbook", "Leave", "Sick leave"))
+    assert texts["Berlin opens at nine."] == ("text", ("Handbook", "Offices"))
+
+
+def test_pdf_pages_titled_by_bookmarks(tmp_path: Path) -> None:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "manual.pdf"
+    pdf = canvas.Canvas(str(path), pagesize=A4)
+    for number, (title, body) in enumerate(
+        [("Introduction", "spanqa answers questions."), ("Install", "Run the install script.")], start=1
+    ):
+        pdf.bookmarkPage(f"p{number}")
+        pdf.addOutlineEntry(title, f"p{number}", level=0)
+        pdf.drawString(72, 750, body)
+        pdf.showPage()
+    pdf.save()
+    loaded = load_file(path)
+    _check_blocks(loaded)
+    assert [(b.heading, loaded.text[b.char_start : b.char_end]) for b in loaded.blocks] == [
+        (("Introduction",), "spanqa answers questions."),
+        (("Install",), "Run the install script."),
+    ]
+
+
+def test_plain_text_titles_and_man_page_sections(tmp_path: Path) -> None:
+    path = tmp_path / "grep.txt"
+    path.write_text(
+        "grep manual\n\nIntroduction text.\n\nOPTIONS\n\n-v, --invert-match\n    Invert the sense of matching.\n\n"
+        "Notes\n=====\n\nA note.",
+        encoding="utf-8",
+    )
+    loaded = load_file(path)
+    _check_blocks(loaded)
+    texts = {text: (kind, heading) for kind, heading, text in _blocks(loaded)}
+    assert texts["Introduction text."] == ("text", ("grep manual",))
+    assert texts["-v, --invert-match\nInvert the sense of matching."] == ("text", ("grep manual", "OPTIONS"))
+    assert texts["A note."] == ("text", ("Notes",))
+
+
+# -- the chunker -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_bert_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+
+
+def test_chunks_follow_sections_and_carry_heading_paths(tmp_path: Path, tokenizer: Any) -> None:
+    path = tmp_path / "config.html"
+    path.write_text(MANUAL, encoding="utf-8")
+    loaded = load_file(path)
+    chunks = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=200, overlap_tokens=20)
+    texts = [loaded.text[c.char_start : c.char_end] for c in chunks]
+    headings = [c.heading for c in chunks]
+    # Each parameter's entry is a passage of its own, opened by its name: the next entry never joins it.
+    work_mem = texts.index(next(t for t in texts if t.startswith("work_mem (integer)\n\nSets the base")))
+    assert "maintenance" not in texts[work_mem]
+    assert headings[work_mem] == "Server Configuration > Resource Consumption > Memory"
+    small = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=12, overlap_tokens=0)
+    cut = [c for c in small if loaded.text[c.char_start : c.char_end].startswith("Sets the")]
+    assert cut and cut[0].heading.endswith(HEADING_SEPARATOR + "work_mem (integer)")  # a later piece: titled
+    # Table rows are passages of their own, each with the column headers in its heading path.
+    assert "smallint\n2 bytes" in texts and "integer\n4 bytes" in texts
+    assert headings[texts.index("smallint\n2 bytes")].endswith("Numeric Types > Name | Storage Size")
+    # Headings, terms, header rows and navigation are never chunk text.
+    assert not any(
+        t.startswith(("Home", "Server Configuration", "work_mem (integer)", "Name")) for t in texts
+    )
+    for chunk, text in zip(chunks, texts, strict=True):
+        assert chunk.segments and all(chunk.char_start <= a < b <= chunk.char_end for a, b in chunk.segments)
+        assert text == text.strip()
+
+
+_WORDS = st.sampled_from(["alpha", "beta", "gamma.", "delta", "epsilon!", "zeta", "eta?", "theta", "iota"])
+_SENTENCE = st.lists(_WORDS, min_size=1, max_size=12).map(" ".join)
+_BLOCK = st.tuples(
+    st.sampled_from(["text", "item", "row", "code", "heading", "term", "nav"]),
+    st.lists(_SENTENCE, min_size=1, max_size=6).map(" ".join),
+    st.sampled_from([(), ("A",), ("A", "B"), ("C",)]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(_BLOCK, min_size=1, max_size=12), size=st.integers(4, 40))
+def test_chunk_offsets_segments_and_heading_prefixes_hold(
+    parts: list[tuple[str, str, tuple[str, ...]]], size: int, tokenizer: Any
+) -> None:
+    from spanqa.pipeline import reader_inputs
+    from spanqa.types import Passage
+
+    text, blocks = "", []
+    for kind, body, heading in parts:
+        if text:
+            text += "\n\n"
+        blocks.append(Block(len(text), len(text) + len(body), kind, heading))
+        text += body
+    chunks = chunk_blocks(text, blocks, tokenizer, chunk_tokens=size, overlap_tokens=size // 3)
+    content = [b for b in blocks if b.kind not in ("heading", "nav")]
+    covered = set()
+    for chunk in chunks:
+        body = text[chunk.char_start : chunk.char_end]
+        assert body and body == body.strip()
+        owners = [b for b in content if b.char_start < chunk.char_end and chunk.char_start < b.char_end]
+        assert len({b.heading for b in owners}) == 1  # never two sections in one chunk
+        opened_by_term = owners[0].kind == "term" and owners[0].char_start == chunk.char_start
+        path = owners[0].heading[:-1] if opened_by_term else owners[0].heading
+        assert chunk.heading == HEADING_SEPARATOR.join(path)
+        for a, b in chunk.segments:
+            covered.update(range(a, b))
+        # What the reader reads: the heading in front, segments shifted behind it, the same characters.
+        relative = tuple((a - chunk.char_start, b - chunk.char_start) for a, b in chunk.segments)
+        passage = Passage(
+            "c",
+            "d",
+            "p",
+            body,
+            chunk.char_start,
+            chunk.char_end,
+            0.5,
+            heading=chunk.heading,
+            segments=relative,
+        )
+        [read], [allowed], [shift] = reader_inputs([passage])
+        assert read.endswith(body) and read[:shift] == (chunk.heading + "\n" if chunk.heading else "")
+        for a, b in allowed:
+            assert read[a:b] == body[a - shift : b - shift] and a >= shift
+    for block in content:  # every word of every content block is in some chunk
+        assert all(i in covered for i in range(block.char_start, block.char_end) if not text[i].isspace())

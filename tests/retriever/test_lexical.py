@@ -1,0 +1,77 @@
+"""BM25 terms, the tokenizer for technical text, and the fusion of ranked lists."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from retriever.lexical import (
+    Bm25Encoder,
+    min_max,
+    reciprocal_rank_fusion,
+    term_id,
+    tokenize,
+    weighted_score_fusion,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("shared_buffers", ["shared_buffers", "share", "buffer"]),
+        ("max_wal_size", ["max_wal_size", "max", "wal", "size"]),
+        ("--prune", ["--prune", "prune"]),
+        ("git --invert-match", ["git", "--invert-match", "invert", "match"]),
+        ("core.abbrev", ["core.abbrev", "core", "abbrev"]),
+        ("CREATE INDEX", ["creat", "index"]),
+        ("upload receipts", ["upload", "receipt"]),
+        ("What is the default?", ["default"]),
+    ],
+)
+def test_identifiers_stay_whole_and_are_split(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_query_terms_are_unique_with_unit_weights() -> None:
+    query = Bm25Encoder().query("work_mem work_mem memory")
+    assert len(query.indices) == len(set(query.indices)) == len(set(tokenize("work_mem memory")))
+    assert query.values == [1.0] * len(query.indices)
+    assert term_id("work_mem") in query.indices
+
+
+def test_document_weights_saturate_and_normalize_by_length() -> None:
+    bm25 = Bm25Encoder()
+    once = dict(zip(*_pairs(bm25.document("receipt")), strict=True))[term_id("receipt")]
+    twice = dict(zip(*_pairs(bm25.document("receipt receipt")), strict=True))[term_id("receipt")]
+    many = dict(zip(*_pairs(bm25.document("receipt " * 50)), strict=True))[term_id("receipt")]
+    assert once < twice < many < bm25.k1 + 1  # more occurrences weigh more, but never past k1 + 1
+    padded = bm25.document("receipt " + "filler words here " * 40)
+    assert dict(zip(*_pairs(padded), strict=True))[term_id("receipt")] < once  # longer text, lower weight
+
+
+def _pairs(vector):  # type: ignore[no-untyped-def]
+    return vector.indices, vector.values
+
+
+def test_reciprocal_rank_fusion_by_hand() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a", "d"]], k=60)
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["d"] == pytest.approx(1 / 63)
+    assert sorted(fused, key=fused.__getitem__, reverse=True) == ["a", "c", "b", "d"]
+    weighted = reciprocal_rank_fusion([["a", "b"], ["b", "a"]], k=1, weights=[1.0, 3.0])
+    assert weighted["b"] > weighted["a"]
+    with pytest.raises(ValueError):
+        reciprocal_rank_fusion([["a"]], weights=[1.0, 2.0])
+
+
+def test_weighted_score_fusion_scales_each_list() -> None:
+    dense = {"a": 0.9, "b": 0.5, "c": 0.1}
+    lexical = {"c": 30.0, "d": 10.0}
+    fused = weighted_score_fusion([dense, lexical], weights=[1.0, 1.0])
+    assert fused == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0 + 1.0, "d": 0.0})
+    assert min_max({"x": 2.0, "y": 2.0}) == {"x": 1.0, "y": 1.0}
+    assert min_max({}) == {}
+    assert all(0.0 <= v <= 1.0 and math.isfinite(v) for v in min_max({"p": -3.0, "q": 7.0}).values())
