@@ -97,6 +97,10 @@ _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
+#: Hits each retriever returns before the join in --retrieval hybrid (spanqa's FUSION_CANDIDATES).
+HYBRID_CANDIDATES = 50
+
+
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace."""
     text = text.lower()
@@ -227,6 +231,8 @@ def import_components(problems: Problems) -> dict[str, Any]:
         "InMemoryEmbeddingRetriever": [
             ("haystack.components.retrievers.in_memory", "InMemoryEmbeddingRetriever")
         ],
+        "InMemoryBM25Retriever": [("haystack.components.retrievers.in_memory", "InMemoryBM25Retriever")],
+        "DocumentJoiner": [("haystack.components.joiners", "DocumentJoiner")],
         "SentenceTransformersDocumentEmbedder": [
             (
                 "haystack_integrations.components.embedders.sentence_transformers",
@@ -364,7 +370,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         pass
 
     Document = hs.get("Document")
-    store = retriever = doc_embedder = text_embedder = reader = None
+    store = retriever = doc_embedder = text_embedder = reader = bm25 = joiner = None
+    result["retrieval"] = args.retrieval
 
     # ---- ingest: split, embed, write
     if Document and "DocumentSplitter" in hs and "InMemoryDocumentStore" in hs:
@@ -425,6 +432,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             text_embedder.warm_up()
             retriever = hs["InMemoryEmbeddingRetriever"](document_store=store, top_k=depth)
+            if args.retrieval == "hybrid":
+                # Haystack's hybrid recipe: BM25 beside the embedding retriever, joined by reciprocal rank
+                # fusion; each side returns as many as spanqa's hybrid takes before fusing (50).
+                retriever.top_k = max(depth, HYBRID_CANDIDATES)
+                bm25 = hs["InMemoryBM25Retriever"](document_store=store, top_k=max(depth, HYBRID_CANDIDATES))
+                joiner = hs["DocumentJoiner"](join_mode="reciprocal_rank_fusion", top_k=depth)
         except Exception as exc:
             problems.add(
                 "SentenceTransformersTextEmbedder",
@@ -469,7 +482,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             t0 = time.perf_counter()
             embedding = text_embedder.run(text=question)["embedding"]
             t1 = time.perf_counter()
-            found = retriever.run(query_embedding=embedding, top_k=depth)["documents"]
+            if bm25 is not None and joiner is not None:
+                dense = retriever.run(query_embedding=embedding)["documents"]
+                lexical = bm25.run(query=question)["documents"]
+                found = joiner.run(documents=[dense, lexical])["documents"]
+            else:
+                found = retriever.run(query_embedding=embedding, top_k=depth)["documents"]
             t2 = time.perf_counter()
             prediction = None
             if reader is not None:
@@ -606,6 +624,12 @@ def main() -> None:
         choices=("word", "word-sentence"),
         default="word",
         help="word: 150 words, 30 overlap. word-sentence: the same, cut on NLTK sentence boundaries.",
+    )
+    parser.add_argument(
+        "--retrieval",
+        choices=("dense", "hybrid"),
+        default="dense",
+        help="dense: the embedding retriever. hybrid: InMemoryBM25Retriever + it, joined by RRF.",
     )
     parser.add_argument(
         "--articles",

@@ -621,11 +621,13 @@ def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
         # A term opens its entry: it is in the entry's heading path (for the passages of a long definition
         # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
         # name one entry.
-        previous = walk.blocks[-2] if len(walk.blocks) > 1 else None
-        if previous is not None and previous[2] == TERM and previous[3][:-1] == heading:
-            text = f"{previous[3][-1]}, {text}"
-            walk.blocks[-2] = (*previous[:3], (*heading, text))
-        walk.blocks[-1] = (start, end, TERM, (*heading, text))
+        run = len(walk.blocks) - 1
+        while run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3][:-1] == heading:
+            run -= 1
+        if run < len(walk.blocks) - 1:
+            text = f"{walk.blocks[run][3][-1]}, {text}"
+        for index in range(run, len(walk.blocks)):
+            walk.blocks[index] = (*walk.blocks[index][:3], (*heading, text))
         walk.terms[-1] = text
     elif kind == ROW and walk.row_cells and walk.table_headers:
         th, td = walk.row_cells[-1]

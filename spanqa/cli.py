@@ -299,6 +299,8 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
         console.print(
             f"[bold]{p.rank}.[/bold] {p.score:.3f}  [cyan]{where}[/cyan]  chars {p.char_start}-{p.char_end}"
         )
+        if p.heading:
+            console.print("   " + _shorten(p.heading, 200), style="dim", markup=False)
         console.print("   " + _shorten(p.text, 300), markup=False)
 
 
@@ -312,6 +314,7 @@ def _passage_dict(p: Any) -> dict[str, Any]:
         "char_end": p.char_end,
         "document_id": p.document_id,
         "chunk_id": p.chunk_id,
+        "heading": p.heading,
         "text": p.text,
     }
 

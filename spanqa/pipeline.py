@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ingest.catalog import Catalog
 from ingest.job import check_model
@@ -18,6 +18,9 @@ from retriever.lexical import min_max
 from retriever.retriever import Retriever
 from spanqa.runtime import Runtime
 from spanqa.types import Answer, DocumentStatus, Passage, page_at, with_heading
+
+if TYPE_CHECKING:
+    from reader.reader import ExtractiveReader, ReaderResult
 
 logger = logging.getLogger(__name__)
 
@@ -240,24 +243,72 @@ def ask(
         return AskResult(question, [], [], timings)
     runtime.reader.warm_up()  # loading (and a first ONNX export) is not reading: keep it out of the timing
     read_started = time.perf_counter()
-    texts, segments, prefixes = reader_inputs(found.passages)
-    result = runtime.reader.run(question, texts, segments)
+    result = read_passages(runtime.reader, question, found.passages)
     timings["read"] = time.perf_counter() - read_started
-    weight = settings.retriever_weight
-    retrieval = min_max({str(i): p.score for i, p in enumerate(found.passages)})
+    pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
+    picked = pick_answers(
+        result,
+        found.passages,
+        retriever_weight=settings.retriever_weight,
+        no_answer_threshold=settings.no_answer_threshold,
+        answers=n_answers,
+        page_starts=pages,
+    )
+    timings["total"] = time.perf_counter() - started
+    return AskResult(question, picked, found.passages, timings)
+
+
+def read_passages(reader: ExtractiveReader, question: str, passages: Sequence[Passage]) -> ReaderResult:
+    """The reader's spans for ``question`` over ``passages``, each read behind its heading path; span
+    offsets are into ``passage.text`` (never into the heading, never across a block boundary)."""
+    texts, segments, prefixes = reader_inputs(passages)
+    result = reader.run(question, texts, segments)
+    result.spans = [
+        dataclasses.replace(
+            span,
+            char_start=span.char_start - prefixes[span.passage_index],
+            char_end=span.char_end - prefixes[span.passage_index],
+        )
+        for span in result.spans
+    ]
+    return result
+
+
+def pick_answers(
+    result: ReaderResult,
+    passages: Sequence[Passage],
+    *,
+    retriever_weight: float,
+    no_answer_threshold: float,
+    answers: int,
+    page_starts: dict[str, list[tuple[int, int]]] | None = None,
+) -> list[Answer]:
+    """The best answers of a reading: span and retriever evidence mixed, duplicates dropped, best first.
+
+    Args:
+        result: what ``read_passages`` returned for these passages.
+        passages: the passages read, in the order read.
+        retriever_weight: how much the retriever's score (min-max scaled over the passages) counts.
+        no_answer_threshold: spans that beat "no answer" by this many logits or less are dropped.
+        answers: how many answers at most.
+        page_starts: per document id, its (page, offset) starts, to give each answer its page.
+
+    Returns:
+        Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1 against each other
+        and "no answer".
+    """
+    pages = page_starts or {}
+    retrieval = min_max({str(i): p.score for i, p in enumerate(passages)})
     scored = []
     for span in result.spans:
-        if span.margin <= settings.no_answer_threshold:
+        if span.margin <= no_answer_threshold:
             continue
-        passage = found.passages[span.passage_index]
-        shift = prefixes[span.passage_index]
-        span = dataclasses.replace(span, char_start=span.char_start - shift, char_end=span.char_end - shift)
-        combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
+        passage = passages[span.passage_index]
+        combined = combine_scores(span.score, retrieval[str(span.passage_index)], retriever_weight)
         scored.append((combined, span, passage))
     scored.sort(key=lambda item: item[0], reverse=True)
-    null_logit = combine_scores(result.null_score, 1.0, weight)
+    null_logit = combine_scores(result.null_score, 1.0, retriever_weight)
     normalizer = _logsumexp([s for s, _, _ in scored] + [null_logit])
-    pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
     picked: list[Answer] = []
     for combined, span, passage in scored:
         doc_start = passage.char_start + span.char_start
@@ -286,10 +337,9 @@ def ask(
                 context_start=passage.char_start + context_start,
             )
         )
-        if len(picked) >= n_answers:
+        if len(picked) >= answers:
             break
-    timings["total"] = time.perf_counter() - started
-    return AskResult(question, picked, found.passages, timings)
+    return picked
 
 
 def _logsumexp(values: list[float]) -> float:
