@@ -93,9 +93,11 @@ class ChunkRow(Base):
     char_end: Mapped[int] = mapped_column(Integer)
     page: Mapped[int | None] = mapped_column(Integer, nullable=True)
     text: Mapped[str] = mapped_column(Text)
-    # The heading path above the chunk and its blocks (revision 0003).
+    # The heading path above the chunk, its blocks and its entry's title (revision 0003).
     heading: Mapped[str] = mapped_column(Text, default="", server_default="")
     segments: Mapped[list[list[int]] | None] = mapped_column(JSON, nullable=True)
+    title: Mapped[str] = mapped_column(Text, default="", server_default="")
+    title_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 ONE_ACTIVE = "status = 'active'"
@@ -188,6 +190,8 @@ def _to_chunk(row: ChunkRow) -> Chunk:
         page=row.page,
         heading=row.heading or "",
         segments=tuple((int(a), int(b)) for a, b in row.segments or ()),
+        title=row.title or "",
+        title_start=row.title_start,
     )
 
 
@@ -425,6 +429,8 @@ class Catalog:
                     text=c.text,
                     heading=c.heading,
                     segments=[[a, b] for a, b in c.segments] or None,
+                    title=c.title,
+                    title_start=c.title_start,
                 )
                 for c in chunks
             )

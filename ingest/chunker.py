@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders import NON_CONTENT_KINDS, ROW, TERM, Block
+from ingest.loaders import NAVIGATION, NON_CONTENT_KINDS, ROW, TERM, TEXT, Block
 from spanqa.types import page_at
 
 # A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
@@ -26,6 +26,8 @@ class ChunkSpan:
     """Where a chunk lies in the document text, the heading path above it and the blocks it holds.
 
     ``segments`` are the chunk's blocks as absolute [start, end) offsets: an answer lies inside one of them.
+    ``title`` is, for a later piece of a definition cut in several, where its term lies in the text (the
+    term is then left out of ``heading``): the entry's name goes with every piece, answerable in place.
     """
 
     char_start: int
@@ -33,6 +35,7 @@ class ChunkSpan:
     page: int | None = None
     heading: str = ""
     segments: tuple[tuple[int, int], ...] = ()
+    title: tuple[int, int] | None = None
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -183,10 +186,25 @@ def chunk_blocks(
     overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
     piece_tokens = overlap_tokens if overlap_tokens else chunk_tokens
     content = [b for b in blocks if b.kind not in NON_CONTENT_KINDS]
+    if not content and not any(b.kind == NAVIGATION for b in blocks):
+        # Nothing but titles (a one-line note, a Markdown file of headings): its titles are its text. A
+        # page of headings and links (a table of contents, an index) stays out.
+        content = [Block(b.char_start, b.char_end, TEXT, ()) for b in blocks]
     # Sentences of every content block, tokenized in one pass; each unit knows its block.
     units, counts, owner = _units(
         text, tokenizer, chunk_tokens, piece_tokens, [(b.char_start, b.char_end) for b in content]
     )
+    # Per content block, the span of its entry's term(s) when it belongs to a definition entry.
+    titles: list[tuple[int, int] | None] = []
+    entries: dict[tuple[str, ...], tuple[int, int]] = {}
+    previous: Block | None = None
+    for block in content:
+        if block.kind == TERM:
+            run = entries.get(block.heading)
+            extends = previous is not None and previous.kind == TERM and previous.heading == block.heading
+            entries[block.heading] = (run[0] if extends and run else block.char_start, block.char_end)
+        titles.append(entries.get(block.heading))
+        previous = block
     spans: list[ChunkSpan] = []
     pages = list(page_starts)
 
@@ -218,11 +236,20 @@ def chunk_blocks(
             for b in content[owner[i] : owner[j - 1] + 1]
         )
         first = content[owner[i]]
-        heading = first.heading
+        heading, title = first.heading, None
         if first.kind == TERM and units[i][0] == first.char_start:
             heading = heading[:-1]  # the entry's term opens the chunk: no need to say it twice
+        elif (entry := titles[owner[i]]) is not None and entry[1] <= char_start:
+            heading, title = heading[:-1], entry  # a later piece of an entry: its term as title
         spans.append(
-            ChunkSpan(char_start, char_end, page_at(pages, char_start), HEADING_SEPARATOR.join(heading), segments)
+            ChunkSpan(
+                char_start,
+                char_end,
+                page_at(pages, char_start),
+                HEADING_SEPARATOR.join(heading),
+                segments,
+                title,
+            )
         )
         if j >= n:
             break

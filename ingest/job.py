@@ -267,6 +267,8 @@ class IngestJob:
                     page=span.page,
                     heading=span.heading,
                     segments=tuple((a - span.char_start, b - span.char_start) for a, b in span.segments),
+                    title=loaded.text[span.title[0] : span.title[1]] if span.title else "",
+                    title_start=span.title[0] if span.title else None,
                 )
             )
         document = Document(

@@ -17,7 +17,7 @@ from reader.squad import normalize_answer
 from retriever.lexical import min_max
 from retriever.retriever import Retriever
 from spanqa.runtime import Runtime
-from spanqa.types import Answer, DocumentStatus, Passage, page_at, with_heading
+from spanqa.types import Answer, DocumentStatus, Passage, page_at
 
 if TYPE_CHECKING:
     from reader.reader import ExtractiveReader, ReaderResult
@@ -128,6 +128,8 @@ def search(
                 rank=len(passages) + 1,
                 heading=chunk.heading,
                 segments=chunk.segments,
+                title=chunk.title,
+                title_start=chunk.title_start,
             )
         )
     timings = {
@@ -176,20 +178,48 @@ def combine_scores(reader_score: float, retriever_score: float, weight: float) -
     return (1.0 - weight) * reader_score + weight * RETRIEVER_LOGIT_SCALE * retriever_score
 
 
-def reader_inputs(passages: Sequence[Passage]) -> tuple[list[str], list[list[tuple[int, int]]], list[int]]:
-    """What the reader reads of each passage: its heading path, then its text; the blocks an answer may come
-    from (in the text, never the heading); and where the text starts behind the heading."""
-    texts: list[str] = []
-    segments: list[list[tuple[int, int]]] = []
-    prefixes: list[int] = []
-    for passage in passages:
-        text = with_heading(passage.heading, passage.text)
-        shift = len(text) - len(passage.text)
-        blocks = passage.segments or ((0, len(passage.text)),)
-        texts.append(text)
-        segments.append([(shift + a, shift + b) for a, b in blocks])
-        prefixes.append(shift)
-    return texts, segments, prefixes
+@dataclass(frozen=True)
+class ReaderInput:
+    """What the reader reads of one passage: its heading path, its entry's title, then its text.
+
+    Attributes:
+        text: the text read.
+        segments: where in ``text`` an answer may lie (the title and each block of the passage, never the
+            heading path): a span lies inside one of them.
+        regions: (start, end, document offset) of each piece of ``text`` that is document text.
+    """
+
+    text: str
+    segments: list[tuple[int, int]]
+    regions: list[tuple[int, int, int]]
+
+    def document_offset(self, offset: int) -> int:
+        """The document offset of a position of ``text`` that lies in one of its regions."""
+        for start, end, document_start in self.regions:
+            if start <= offset <= end:
+                return document_start + offset - start
+        raise ValueError(f"offset {offset} is not document text")
+
+
+def reader_input(passage: Passage) -> ReaderInput:
+    """The text the reader reads for ``passage`` and where its answerable parts come from."""
+    parts: list[str] = []
+    segments: list[tuple[int, int]] = []
+    regions: list[tuple[int, int, int]] = []
+    position = 0
+    if passage.heading:
+        parts.append(passage.heading + "\n")
+        position += len(parts[-1])
+    if passage.title and passage.title_start is not None:
+        segments.append((position, position + len(passage.title)))
+        regions.append((position, position + len(passage.title), passage.title_start))
+        parts.append(passage.title + "\n")
+        position += len(parts[-1])
+    blocks = passage.segments or ((0, len(passage.text)),)
+    segments.extend((position + a, position + b) for a, b in blocks)
+    regions.append((position, position + len(passage.text), passage.char_start))
+    parts.append(passage.text)
+    return ReaderInput("".join(parts), segments, regions)
 
 
 def answer_context(text: str, start: int, end: int) -> tuple[str, int]:
@@ -259,18 +289,21 @@ def ask(
 
 
 def read_passages(reader: ExtractiveReader, question: str, passages: Sequence[Passage]) -> ReaderResult:
-    """The reader's spans for ``question`` over ``passages``, each read behind its heading path; span
-    offsets are into ``passage.text`` (never into the heading, never across a block boundary)."""
-    texts, segments, prefixes = reader_inputs(passages)
-    result = reader.run(question, texts, segments)
-    result.spans = [
-        dataclasses.replace(
-            span,
-            char_start=span.char_start - prefixes[span.passage_index],
-            char_end=span.char_end - prefixes[span.passage_index],
-        )
-        for span in result.spans
-    ]
+    """The reader's spans for ``question`` over ``passages``, each read behind its heading path.
+
+    Span offsets are relative to ``passage.char_start`` in the document: inside the passage, or before it
+    for a span of its entry's title (``Passage.text_at`` reads either); never in the heading path, never
+    across a block boundary.
+    """
+    inputs = [reader_input(p) for p in passages]
+    result = reader.run(question, [i.text for i in inputs], [i.segments for i in inputs])
+    spans = []
+    for span in result.spans:
+        read, passage = inputs[span.passage_index], passages[span.passage_index]
+        start = read.document_offset(span.char_start) - passage.char_start
+        end = read.document_offset(span.char_end) - passage.char_start
+        spans.append(dataclasses.replace(span, char_start=start, char_end=end))
+    result.spans = spans
     return result
 
 
@@ -313,14 +346,18 @@ def pick_answers(
     for combined, span, passage in scored:
         doc_start = passage.char_start + span.char_start
         doc_end = passage.char_start + span.char_end
-        text = passage.text[span.char_start : span.char_end]
+        text = passage.text_at(doc_start, doc_end)
         if any(
             (a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end)
             or normalize_answer(a.text) == normalize_answer(text)
             for a in picked
         ):
             continue  # the same words again: through an overlapping chunk, or elsewhere in the documents
-        context, context_start = answer_context(passage.text, span.char_start, span.char_end)
+        if span.char_start >= 0:
+            context, context_start = answer_context(passage.text, span.char_start, span.char_end)
+            context_start += passage.char_start
+        else:  # the entry's title: the term is its own context
+            context, context_start = passage.title, passage.title_start or doc_start
         picked.append(
             Answer(
                 text=text,
@@ -334,7 +371,7 @@ def pick_answers(
                 reader_score=span.score,
                 retriever_score=passage.score,
                 context=context,
-                context_start=passage.char_start + context_start,
+                context_start=context_start,
             )
         )
         if len(picked) >= answers:

@@ -64,7 +64,8 @@ class Chunk:
 
     ``heading`` is the heading path above it (``Memory > work_mem (integer)``); ``segments`` are its blocks,
     [start, end) offsets relative to ``char_start`` (empty: the whole chunk is one block). An answer lies
-    inside one segment: it never crosses a block boundary.
+    inside one segment: it never crosses a block boundary. ``title`` is, for a later piece of a definition
+    cut in several, its entry's term as it stands in the document at ``title_start`` (before the chunk).
     """
 
     id: str
@@ -76,11 +77,13 @@ class Chunk:
     page: int | None = None
     heading: str = ""
     segments: tuple[tuple[int, int], ...] = ()
+    title: str = ""
+    title_start: int | None = None
 
     @property
     def search_text(self) -> str:
-        """What the retriever indexes: the heading path, then the text."""
-        return with_heading(self.heading, self.text)
+        """What the retriever indexes: the heading path, the entry's title, then the text."""
+        return with_heading(self.heading, with_heading(self.title, self.text))
 
     @staticmethod
     def make_id(document_id: str, ordinal: int, text: str) -> str:
@@ -99,7 +102,7 @@ class Passage:
     """A chunk found by the retriever, with its score and where it lives.
 
     ``score`` is the retriever's score for it (cosine, BM25, or the fused score in hybrid retrieval);
-    ``heading`` and ``segments`` are the chunk's (see ``Chunk``).
+    ``heading``, ``segments``, ``title`` and ``title_start`` are the chunk's (see ``Chunk``).
     """
 
     chunk_id: str
@@ -114,6 +117,18 @@ class Passage:
     rank: int = 0
     heading: str = ""
     segments: tuple[tuple[int, int], ...] = ()
+    title: str = ""
+    title_start: int | None = None
+
+    def text_at(self, start: int, end: int) -> str:
+        """The document's text at [start, end) when it lies in this passage or its title."""
+        if self.char_start <= start <= end <= self.char_end:
+            return self.text[start - self.char_start : end - self.char_start]
+        if self.title_start is not None and self.title_start <= start <= end <= self.title_start + len(
+            self.title
+        ):
+            return self.title[start - self.title_start : end - self.title_start]
+        raise ValueError(f"[{start}, {end}) is neither in passage {self.chunk_id} nor in its title")
 
 
 @dataclass(frozen=True)

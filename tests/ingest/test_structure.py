@@ -133,8 +133,8 @@ def test_pdf_pages_titled_by_bookmarks(tmp_path: Path) -> None:
 def test_plain_text_titles_and_man_page_sections(tmp_path: Path) -> None:
     path = tmp_path / "grep.txt"
     path.write_text(
-        "grep manual\n\nIntroduction text.\n\nOPTIONS\n\n-v, --invert-match\n    Invert the sense of matching.\n\n"
-        "Notes\n=====\n\nA note.",
+        "grep manual\n\nIntroduction text.\n\nOPTIONS\n\n"
+        "-v, --invert-match\n    Invert the sense of matching.\n\nNotes\n=====\n\nA note.",
         encoding="utf-8",
     )
     loaded = load_file(path)
@@ -168,14 +168,14 @@ def test_chunks_follow_sections_and_carry_heading_paths(tmp_path: Path, tokenize
     assert headings[work_mem] == "Server Configuration > Resource Consumption > Memory"
     small = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=12, overlap_tokens=0)
     cut = [c for c in small if loaded.text[c.char_start : c.char_end].startswith("Sets the")]
-    assert cut and cut[0].heading.endswith(HEADING_SEPARATOR + "work_mem (integer)")  # a later piece: titled
+    # A later piece of the entry: its term, where it stands in the text, is its title.
+    assert cut and cut[0].title and loaded.text[cut[0].title[0] : cut[0].title[1]] == "work_mem (integer)"
+    assert cut[0].heading == "Server Configuration > Resource Consumption > Memory"
     # Table rows are passages of their own, each with the column headers in its heading path.
     assert "smallint\n2 bytes" in texts and "integer\n4 bytes" in texts
     assert headings[texts.index("smallint\n2 bytes")].endswith("Numeric Types > Name | Storage Size")
     # Headings, terms, header rows and navigation are never chunk text.
-    assert not any(
-        t.startswith(("Home", "Server Configuration", "Memory", "Name")) for t in texts
-    )
+    assert not any(t.startswith(("Home", "Server Configuration", "Memory", "Name")) for t in texts)
     for chunk, text in zip(chunks, texts, strict=True):
         assert chunk.segments and all(chunk.char_start <= a < b <= chunk.char_end for a, b in chunk.segments)
         assert text == text.strip()
@@ -195,17 +195,22 @@ _BLOCK = st.tuples(
 def test_chunk_offsets_segments_and_heading_prefixes_hold(
     parts: list[tuple[str, str, tuple[str, ...]]], size: int, tokenizer: Any
 ) -> None:
-    from spanqa.pipeline import reader_inputs
+    from spanqa.pipeline import reader_input
     from spanqa.types import Passage
 
     text, blocks = "", []
     for kind, body, heading in parts:
         if text:
             text += "\n\n"
-        blocks.append(Block(len(text), len(text) + len(body), kind, heading))
+        # As the loaders make them: a term's heading path ends with the term itself.
+        path = (*heading, body) if kind == "term" else heading
+        blocks.append(Block(len(text), len(text) + len(body), kind, path))
         text += body
     chunks = chunk_blocks(text, blocks, tokenizer, chunk_tokens=size, overlap_tokens=size // 3)
     content = [b for b in blocks if b.kind not in ("heading", "nav")]
+    # A document of titles only: its titles are its text (untitled).
+    if not content and not any(b.kind == "nav" for b in blocks):
+        content = [Block(b.char_start, b.char_end) for b in blocks]
     covered = set()
     for chunk in chunks:
         body = text[chunk.char_start : chunk.char_end]
@@ -213,12 +218,17 @@ def test_chunk_offsets_segments_and_heading_prefixes_hold(
         owners = [b for b in content if b.char_start < chunk.char_end and chunk.char_start < b.char_end]
         assert len({b.heading for b in owners}) == 1  # never two sections in one chunk
         opened_by_term = owners[0].kind == "term" and owners[0].char_start == chunk.char_start
-        path = owners[0].heading[:-1] if opened_by_term else owners[0].heading
+        path = owners[0].heading[:-1] if opened_by_term or chunk.title else owners[0].heading
         assert chunk.heading == HEADING_SEPARATOR.join(path)
+        if chunk.title:  # a later piece of an entry: its term(s), earlier in the text, as title
+            a, b = chunk.title
+            assert b <= chunk.char_start and text[a:b].split("\n\n")[-1] in owners[0].heading[-1]
         for a, b in chunk.segments:
             covered.update(range(a, b))
-        # What the reader reads: the heading in front, segments shifted behind it, the same characters.
+        # What the reader reads: the heading in front, then the title; every answerable segment is the
+        # document's own text at the offsets it maps to, and the heading is in none.
         relative = tuple((a - chunk.char_start, b - chunk.char_start) for a, b in chunk.segments)
+        title = text[chunk.title[0] : chunk.title[1]] if chunk.title else ""
         passage = Passage(
             "c",
             "d",
@@ -229,10 +239,24 @@ def test_chunk_offsets_segments_and_heading_prefixes_hold(
             0.5,
             heading=chunk.heading,
             segments=relative,
+            title=title,
+            title_start=chunk.title[0] if chunk.title else None,
         )
-        [read], [allowed], [shift] = reader_inputs([passage])
-        assert read.endswith(body) and read[:shift] == (chunk.heading + "\n" if chunk.heading else "")
-        for a, b in allowed:
-            assert read[a:b] == body[a - shift : b - shift] and a >= shift
+        read = reader_input(passage)
+        assert read.text.endswith(body) and read.text.startswith(chunk.heading)
+        heading_end = len(chunk.heading) + 1 if chunk.heading else 0
+        for a, b in read.segments:
+            start, end = read.document_offset(a), read.document_offset(b)
+            assert a >= heading_end and read.text[a:b] == text[start:end] == passage.text_at(start, end)
     for block in content:  # every word of every content block is in some chunk
         assert all(i in covered for i in range(block.char_start, block.char_end) if not text[i].isspace())
+
+
+def test_a_document_of_titles_only_is_still_chunked(tmp_path: Path, tokenizer: Any) -> None:
+    for name, content in [("note.txt", "Buy milk"), ("title.md", "# Release 2.0\n\n## Highlights\n")]:
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        loaded = load_file(path)
+        chunks = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=50, overlap_tokens=5)
+        covered = "".join(loaded.text[c.char_start : c.char_end] for c in chunks)
+        assert chunks and all(word in covered for word in loaded.text.split()), name
