@@ -40,13 +40,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,12 +51,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit_results, machine, summarize_ms
+from bench.realdocs_rules import DEFAULT_QUESTIONS, load_questions, score_question, summarize_outcomes
 from reader.squad import normalize_answer
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings, SettingsError, setting_names
 
-DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "realdocs" / "git-doc-questions.json"
 # Settings that describe where things live, not how questions are answered: left out of the results.
 INFRA_SETTINGS = frozenset(
     {
@@ -79,32 +76,6 @@ INFRA_SETTINGS = frozenset(
 # Settings that shape the index: a kept data directory must have been built with the same values.
 INDEX_SETTINGS = ("retriever_model", "retriever_max_seq_len", "chunk_tokens", "chunk_overlap")
 INDEX_STAMP = "realdocs-index.json"
-METRICS = ("page_top5", "chunk_top1", "chunk_top5", "chunk_top10", "answer_right", "answer_any")
-
-
-@dataclass
-class Question:
-    id: str
-    question: str
-    answers: list[str]
-    page: str
-    kind: str
-    identifier: bool = False
-    also_pages: list[str] = field(default_factory=list)
-
-    @property
-    def pages(self) -> set[str]:
-        return {self.page, *self.also_pages}
-
-
-def load_questions(path: Path) -> tuple[dict[str, Any], list[Question]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"{path}: cannot read the questions ({exc})") from exc
-    fields = set(Question.__dataclass_fields__)
-    questions = [Question(**{k: v for k, v in q.items() if k in fields}) for q in data["questions"]]
-    return data, questions
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -131,40 +102,6 @@ def installed_version(package: str) -> str | None:
     return done.stdout.strip() or None
 
 
-def collapse(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-def contains_answer(passage_text: str, answers: list[str]) -> bool:
-    """One of ``answers`` occurs in the passage, not glued to a letter or digit on either side."""
-    text = collapse(passage_text)
-    for answer in map(collapse, answers):
-        if not answer:
-            continue
-        before = r"(?<![0-9a-z])" if answer[0].isalnum() else ""
-        after = r"(?![0-9a-z])" if answer[-1].isalnum() else ""
-        if re.search(before + re.escape(answer) + after, text):
-            return True
-    return False
-
-
-def answer_matches(prediction: str, answers: list[str]) -> bool:
-    """The rule of ``answer_right``: normalized equal, or containment with at least half the words."""
-    got = normalize_answer(prediction)
-    if not got:
-        return False
-    for answer in answers:
-        gold = normalize_answer(answer)
-        if not gold:
-            continue
-        if got == gold:
-            return True
-        shorter, longer = sorted((got, gold), key=len)
-        if shorter in longer and 2 * len(shorter.split()) >= len(longer.split()):
-            return True
-    return False
-
-
 def relative_page(path: str, root: Path) -> str:
     try:
         return Path(path).relative_to(root).as_posix()
@@ -185,10 +122,6 @@ def check_index_stamp(data_dir: Path, settings: Settings) -> None:
     else:
         data_dir.mkdir(parents=True, exist_ok=True)
         stamp.write_text(json.dumps(wanted) + "\n", encoding="utf-8")
-
-
-def rate(hits: int, total: int) -> float:
-    return round(100 * hits / total, 1) if total else float("nan")
 
 
 def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
@@ -229,8 +162,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             raise SystemExit("no question is about the ingested pages")
 
         pipeline.ask(runtime, asked[0].question, passages=n_passages)  # load the reader: not timed
-        hits: dict[str, int] = defaultdict(int)
-        by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        outcomes: list[dict[str, bool]] = []
         ask_seconds: list[float] = []
         search_seconds: list[float] = []
         misses = []
@@ -241,39 +173,15 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             t0 = time.perf_counter()
             result = pipeline.ask(runtime, q.question, passages=n_passages)
             ask_seconds.append(time.perf_counter() - t0)
-
-            documents: list[str] = []
-            for p in found_passages:
-                page = relative_page(p.path, root)
-                if page not in documents:
-                    documents.append(page)
-            page_hit = bool(q.pages & set(documents[:5]))
-            chunk_rank = next(
-                (
-                    rank
-                    for rank, p in enumerate(found_passages, 1)
-                    if relative_page(p.path, root) in q.pages and contains_answer(p.text, q.answers)
-                ),
-                None,
+            outcome, chunk_rank = score_question(
+                q,
+                [(relative_page(p.path, root), p.text) for p in found_passages],
+                [a.text for a in result.answers],
+                normalize_answer,
             )
+            outcomes.append(outcome)
             top = result.answers[0] if result.answers else None
-            right = top is not None and answer_matches(top.text, q.answers)
-            any_right = any(answer_matches(a.text, q.answers) for a in result.answers)
-            outcome = {
-                "page_top5": page_hit,
-                "chunk_top1": chunk_rank is not None and chunk_rank <= 1,
-                "chunk_top5": chunk_rank is not None and chunk_rank <= 5,
-                "chunk_top10": chunk_rank is not None and chunk_rank <= 10,
-                "answer_right": right,
-                "answer_any": any_right,
-            }
-            for name, value in outcome.items():
-                hits[name] += value
-            for group in (f"kind:{q.kind}", "identifier" if q.identifier else "not_identifier"):
-                by_kind[group]["questions"] += 1
-                by_kind[group]["answer_right"] += right
-                by_kind[group]["chunk_top5"] += outcome["chunk_top5"]
-            if not right:
+            if not outcome["answer_right"]:
                 misses.append(
                     {
                         "id": q.id,
@@ -283,23 +191,14 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
                         "page": q.page,
                         "got_page": relative_page(top.path, root) if top else None,
                         "chunk_rank": chunk_rank,
-                        "page_top5": page_hit,
+                        "page_top5": outcome["page_top5"],
                         "kind": q.kind,
                     }
                 )
             if number % 10 == 0:
                 print(f"asked {number}/{len(asked)}", file=sys.stderr)
 
-    total = len(asked)
     ask_ms = summarize_ms(ask_seconds)
-    breakdown = {
-        group: {
-            "questions": counts["questions"],
-            "answer_right": rate(counts["answer_right"], counts["questions"]),
-            "chunk_top5": rate(counts["chunk_top5"], counts["questions"]),
-        }
-        for group, counts in sorted(by_kind.items())
-    }
     return {
         "bench": "realdocs",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -311,7 +210,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         "include": include,
         "exclude": exclude,
         "questions_file": str(args.questions),
-        "questions": total,
+        "questions": len(asked),
         "questions_skipped": skipped,
         "settings": {k: v for k, v in settings.public_dict().items() if k not in INFRA_SETTINGS},
         "passages": n_passages,
@@ -325,16 +224,11 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             "seconds": round(report.seconds, 1),
             "wall_seconds": round(ingest_wall, 1),
         },
-        **{
-            name: rate(hits[name], total) for name in ("page_top5", "chunk_top1", "chunk_top5", "chunk_top10")
-        },
-        "answer_right": rate(hits["answer_right"], total),
-        "answer_any": rate(hits["answer_any"], total),
+        **summarize_outcomes(asked, outcomes),
         "ask_p50_ms": ask_ms["p50_ms"],
         "ask_p95_ms": ask_ms["p95_ms"],
         "ask_ms": ask_ms,
         "search_ms": summarize_ms(search_seconds),
-        "breakdown": breakdown,
         "misses": misses,
     }
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from retriever.encoder import TextEncoder
 from retriever.index import SearchFilter, SearchHit, VectorIndex
 from retriever.lexical import Bm25Encoder, reciprocal_rank_fusion, weighted_score_fusion
-from spanqa.settings import CHOICES
+from spanqa.settings import CHOICES, Settings
 
 RETRIEVAL_MODES = CHOICES["retrieval"]
 FUSION_METHODS = CHOICES["fusion"]
@@ -45,9 +45,9 @@ class Retriever:
         encoder: TextEncoder,
         index: VectorIndex,
         collection: str,
-        mode: str = "hybrid",
-        fusion: str = "rrf",
-        lexical_weight: float = 1.0,
+        mode: str = Settings.retrieval,
+        fusion: str = Settings.fusion,
+        lexical_weight: float = Settings.lexical_weight,
         candidates: int = FUSION_CANDIDATES,
     ) -> None:
         if mode not in RETRIEVAL_MODES:

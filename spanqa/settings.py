@@ -60,7 +60,7 @@ class Settings:
     chunk_overlap: int = 40
     max_file_mb: float = 20.0
     retrieval: str = "hybrid"
-    fusion: str = "rrf"
+    fusion: str = "weighted"
     lexical_weight: float = 1.0
 
     reader_model: str = DEFAULT_READER_MODEL
@@ -72,7 +72,7 @@ class Settings:
     max_question_tokens: int = 64
     max_answer_tokens: int = 30
     no_answer_threshold: float = 0.0
-    retriever_weight: float = 0.3
+    retriever_weight: float = 0.5
 
     passages: int = 10
     answers: int = 3
