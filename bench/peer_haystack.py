@@ -296,6 +296,25 @@ def versions() -> dict[str, str | None]:
 # ---------------------------------------------------------------- the benchmark
 
 
+def make_reader(hs: dict[str, Any], model: str, *, top_k: int) -> Any:
+    """Haystack's extractive reader over a local reader folder, warmed up (spanqa's window settings)."""
+    import torch
+
+    # transformers 5 loads weights in their stored dtype; the shipped reader is stored in float16, which is
+    # slow on CPU. spanqa computes in float32, so Haystack's reader does too.
+    reader = hs["ExtractiveReader"](
+        model=model,
+        top_k=top_k,
+        no_answer=False,
+        max_seq_length=384,
+        stride=128,
+        token=None,
+        model_kwargs={"dtype": torch.float32},
+    )
+    reader.warm_up()
+    return reader
+
+
 def make_splitter(hs: dict[str, Any], mode: str, problems: Problems) -> tuple[Any, str]:
     splitter_cls = hs["DocumentSplitter"]
     word = {"split_by": "word", "split_length": 150, "split_overlap": 30}
@@ -452,20 +471,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise FileNotFoundError(
                     f"{args.reader} is not a local model folder (offline: hub ids cannot be downloaded)"
                 )
-            import torch
-
-            # transformers 5 loads weights in their stored dtype; the shipped reader is stored in float16,
-            # which is slow on CPU. spanqa computes in float32, so Haystack's reader does too.
-            reader = hs["ExtractiveReader"](
-                model=args.reader,
-                top_k=1,
-                no_answer=False,
-                max_seq_length=384,
-                stride=128,
-                token=None,
-                model_kwargs={"dtype": torch.float32},
-            )
-            reader.warm_up()
+            reader = make_reader(hs, args.reader, top_k=1)
         except Exception as exc:
             problems.add(
                 "ExtractiveReader",

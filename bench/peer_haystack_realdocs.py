@@ -33,6 +33,7 @@ from bench.peer_haystack import (
     Problems,
     default_retriever,
     import_components,
+    make_reader,
     normalize_answer,
     summarize,
     versions,
@@ -108,16 +109,7 @@ def main() -> None:
     dense = hs["InMemoryEmbeddingRetriever"](document_store=store, top_k=candidates)
     bm25 = hs["InMemoryBM25Retriever"](document_store=store, top_k=candidates)
     joiner = hs["DocumentJoiner"](join_mode="reciprocal_rank_fusion", top_k=depth)
-    reader = hs["ExtractiveReader"](
-        model=args.reader,
-        top_k=3,
-        no_answer=False,
-        max_seq_length=384,
-        stride=128,
-        token=None,
-        model_kwargs={"dtype": torch.float32},
-    )
-    reader.warm_up()
+    reader = make_reader(hs, args.reader, top_k=3)
 
     def page_of(document: Any) -> str:
         return Path(document.meta.get("file_path", "")).relative_to(root).as_posix()

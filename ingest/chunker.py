@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ingest.loaders import NAVIGATION, NON_CONTENT_KINDS, ROW, TERM, TEXT, Block
+from spanqa.settings import Settings
 from spanqa.types import page_at
 
 # A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
@@ -104,60 +105,13 @@ def _units(
     return units, counts, owner
 
 
-def chunk_text(
-    text: str,
-    tokenizer: Any,
-    *,
-    chunk_tokens: int = 200,
-    overlap_tokens: int = 40,
-    page_starts: Sequence[tuple[int, int]] = (),
-) -> list[ChunkSpan]:
-    """Cut ``text`` into windows of about ``chunk_tokens`` tokens that end on sentence boundaries.
-
-    Consecutive chunks share whole sentences worth up to ``overlap_tokens`` tokens; a sentence longer than a
-    chunk is cut on token boundaries into pieces of ``overlap_tokens`` tokens (so overlap still works).
-
-    Args:
-        text: the document text.
-        tokenizer: a fast HF tokenizer (the retriever's, so chunk sizes match what the encoder sees).
-        chunk_tokens: the most tokens per chunk.
-        overlap_tokens: tokens shared by consecutive chunks, at most.
-        page_starts: (page number, char offset where that page starts), sorted by offset.
-
-    Returns:
-        Chunk spans in text order; ``text[c.char_start:c.char_end]`` never starts or ends with whitespace.
-    """
-    if chunk_tokens < 1:
-        raise ValueError("chunk_tokens must be at least 1")
-    overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
-    piece_tokens = overlap_tokens if overlap_tokens else chunk_tokens
-    units, counts, _ = _units(text, tokenizer, chunk_tokens, piece_tokens)
-    spans: list[ChunkSpan] = []
-    i, n = 0, len(units)
-    while i < n:
-        j, total = i, 0
-        while j < n and (j == i or total + counts[j] <= chunk_tokens):
-            total += counts[j]
-            j += 1
-        char_start, char_end = units[i][0], units[j - 1][1]
-        spans.append(ChunkSpan(char_start, char_end, page_at(list(page_starts), char_start)))
-        if j >= n:
-            break
-        k, back = j, 0
-        while k - 1 > i and back + counts[k - 1] <= overlap_tokens:
-            back += counts[k - 1]
-            k -= 1
-        i = k
-    return spans
-
-
 def chunk_blocks(
     text: str,
     blocks: Sequence[Block],
     tokenizer: Any,
     *,
-    chunk_tokens: int = 200,
-    overlap_tokens: int = 40,
+    chunk_tokens: int = Settings.chunk_tokens,
+    overlap_tokens: int = Settings.chunk_overlap,
     page_starts: Sequence[tuple[int, int]] = (),
 ) -> list[ChunkSpan]:
     """Cut a structured document into chunks that follow its sections and blocks.

@@ -18,6 +18,7 @@ from ingest.walk import FoundFile, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
 from retriever.lexical import Bm25Encoder
+from spanqa.settings import Settings
 from spanqa.types import Chunk, Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
@@ -105,8 +106,8 @@ class IngestJob:
         catalog: Catalog,
         encoder: TextEncoder,
         index: VectorIndex,
-        chunk_tokens: int = 200,
-        chunk_overlap: int = 40,
+        chunk_tokens: int = Settings.chunk_tokens,
+        chunk_overlap: int = Settings.chunk_overlap,
         max_file_bytes: int | None = None,
         encode_group: int = 256,
     ) -> None:

@@ -198,14 +198,20 @@ def _normalize_pages(raw_pages: list[str]) -> tuple[str, list[PageSpan]]:
     text, source_index = normalize_whitespace("".join(raw_parts))
     pages: list[PageSpan] = []
     for number, (raw_start, raw_end) in enumerate(raw_spans, start=1):
-        start = bisect.bisect_left(source_index, raw_start)
-        end = bisect.bisect_left(source_index, raw_end)
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
+        start, end = _normalized_span(text, source_index, raw_start, raw_end)
         pages.append(PageSpan(number=number, char_start=start, char_end=end))
     return text, pages
+
+
+def _normalized_span(text: str, source_index: list[int], raw_start: int, raw_end: int) -> tuple[int, int]:
+    """Where raw ``[raw_start, raw_end)`` lies in the normalized text, trimmed of whitespace."""
+    start = bisect.bisect_left(source_index, raw_start)
+    end = bisect.bisect_left(source_index, raw_end)
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -816,12 +822,7 @@ def _map_blocks(raw_blocks: list[RawBlock], text: str, source_index: list[int]) 
     """Blocks in normalized offsets (trimmed; empty ones dropped) from blocks in raw offsets."""
     blocks: list[Block] = []
     for raw_start, raw_end, kind, heading in raw_blocks:
-        start = bisect.bisect_left(source_index, raw_start)
-        end = bisect.bisect_left(source_index, raw_end)
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
+        start, end = _normalized_span(text, source_index, raw_start, raw_end)
         if end > start and (not blocks or start >= blocks[-1].char_end):
             blocks.append(Block(start, end, kind, heading))
     return blocks

@@ -56,8 +56,8 @@ class Settings:
     model_cache_dir: Path | None = None
     retriever_batch_size: int = 64
     retriever_max_seq_len: int = 256
-    chunk_tokens: int = 200
-    chunk_overlap: int = 40
+    chunk_tokens: int = 256
+    chunk_overlap: int = 48
     max_file_mb: float = 20.0
     retrieval: str = "hybrid"
     fusion: str = "weighted"

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import chunk_text, sentence_spans
+from ingest.chunker import ChunkSpan, chunk_blocks, sentence_spans
+from ingest.loaders import Block
+
+
+def chunk_text(text: str, tokenizer: Any, **options: Any) -> list[ChunkSpan]:
+    """Plain text as one block: the chunker's sentence windows and overlap alone."""
+    return chunk_blocks(text, [Block(0, len(text))] if text else [], tokenizer, **options)
 
 
 @pytest.fixture(scope="module")

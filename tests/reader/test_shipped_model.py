@@ -26,7 +26,7 @@ def test_shipped_reader_answers_a_known_question(tmp_path: Path, model_cache: Pa
         assert report.summary()["new"] == 5 and report.exit_code == 0
         # The README's demo question, and one whose answer lives in another format (docx).
         for question, expected, file_name in [
-            ("Where did Super Bowl 50 take place?", "Santa Clara", "super_bowl_50.txt"),
+            ("What city did Super Bowl 50 take place in?", "Santa Clara", "super_bowl_50.txt"),
             ("What is the atomic number of oxygen?", "8", "oxygen.docx"),
         ]:
             result = pipeline.ask(runtime, question)
