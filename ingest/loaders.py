@@ -491,7 +491,7 @@ class _HtmlWalk:
         if kind not in (HEADING, TERM, HEADER_ROW) and mostly_links:
             kind = NAVIGATION
         self.blocks.append((block.raw_start, self.length, kind, block.heading))
-        return kind, " ".join(raw.split()).rstrip(" ¶#"), block.level
+        return kind, re.sub(r"\s*¶$", "", " ".join(raw.split())), block.level
 
 
 def _tail_text(parts: list[str], count: int) -> str:
@@ -558,7 +558,8 @@ def _html_walk(markup: str) -> _HtmlText:
                 walk.append("\n" * pending_break)
                 pending_break = 0
             if walk.current is None and text.strip():
-                kind, level = _block_kind(open_tags)
+                # Inside a table row the row is the block, whatever its cells hold.
+                kind, level = (ROW, 0) if walk.row_cells else _block_kind(open_tags)
                 walk.current = _OpenBlock(walk.length, kind, walk.heading_path(), level)
             if walk.current is not None:
                 visible = len(text.strip())

@@ -82,8 +82,10 @@ class Retriever:
         """
         started = time.perf_counter()
         mode = self.mode
-        if mode != "dense" and not self.index.has_lexical(self.collection):
-            mode = "dense"  # a collection made before lexical retrieval: `spanqa reindex` adds it
+        terms = self.lexical.query(query)
+        if mode != "dense" and (not terms.indices or not self.index.has_lexical(self.collection)):
+            # Only stop words, or a collection made before lexical retrieval (`spanqa reindex` adds it).
+            mode = "dense"
         vector = self.encoder.encode([query])[0] if mode != "lexical" else None
         encoded = time.perf_counter()
         search_filter = SearchFilter(document_ids=list(document_ids)) if document_ids is not None else None
@@ -93,7 +95,6 @@ class Retriever:
         if vector is not None:
             dense = self.index.search(self.collection, vector, limit=depth, filter=search_filter)
         if mode != "dense":
-            terms = self.lexical.query(query)
             lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
         hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
         return RetrievalResult(
@@ -113,6 +114,8 @@ class Retriever:
             )
         payloads = {h.id: h.payload for h in lexical}
         payloads.update((h.id, h.payload) for h in dense)
-        order = {item: rank for rank, item in enumerate([h.id for h in dense] + [h.id for h in lexical])}
+        order: dict[str, int] = {}
+        for rank, item in enumerate([h.id for h in dense] + [h.id for h in lexical]):
+            order.setdefault(item, rank)
         ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))
         return [SearchHit(item, scores[item], payloads[item]) for item in ranked]

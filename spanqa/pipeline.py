@@ -357,7 +357,8 @@ def pick_answers(
             context, context_start = answer_context(passage.text, span.char_start, span.char_end)
             context_start += passage.char_start
         else:  # the entry's title: the term is its own context
-            context, context_start = passage.title, passage.title_start or doc_start
+            context = passage.title
+            context_start = passage.title_start if passage.title_start is not None else doc_start
         picked.append(
             Answer(
                 text=text,

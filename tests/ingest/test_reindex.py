@@ -74,5 +74,6 @@ def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path
         assert runtime.index.has_lexical(collection)
         hits = runtime.index.search_lexical(collection, Bm25Encoder().query("work_mem default"), limit=5)
         assert [h.payload["path"].endswith("config.md") for h in hits] == [True]
+        runtime.settings = settings.replace(retrieval="lexical")  # the tiny random encoder ranks anything
         lexical = pipeline.search(runtime, "work_mem", top_k=1)
         assert lexical.passages[0].heading == "Memory > work_mem"

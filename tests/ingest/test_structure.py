@@ -260,3 +260,15 @@ def test_a_document_of_titles_only_is_still_chunked(tmp_path: Path, tokenizer: A
         chunks = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=50, overlap_tokens=5)
         covered = "".join(loaded.text[c.char_start : c.char_end] for c in chunks)
         assert chunks and all(word in covered for word in loaded.text.split()), name
+
+
+def test_table_cells_and_hash_titles_do_not_bend_the_heading_path(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_text(
+        "<html><body><h1>C#</h1><table><tr><td><h4>alpha</h4></td><td>first value</td></tr></table>"
+        "<p>after the table</p></body></html>",
+        encoding="utf-8",
+    )
+    blocks = _blocks(load_file(path))
+    assert ("row", ("C#",), "alpha\n\nfirst value") in blocks
+    assert ("text", ("C#",), "after the table") in blocks
