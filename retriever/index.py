@@ -302,6 +302,7 @@ class EdgeVectorIndex:
         self.path = Path(path).expanduser()
         self._shards: dict[str, Any] = {}
         self._dimensions: dict[str, int] = {}
+        self._lexical: dict[str, bool] = {}  # per collection: read once from its edge_config.json
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
         try:
@@ -450,6 +451,7 @@ class EdgeVectorIndex:
                         shard.update(
                             q.UpdateOperation.create_sparse_vector(LEXICAL_VECTOR, modifier=q.Modifier.Idf)
                         )
+                        self._lexical.pop(name, None)
                 except Exception as exc:
                     raise self._edge_error(exc, name, "index") from None
                 return
@@ -542,6 +544,7 @@ class EdgeVectorIndex:
         with self._mutex:
             directory = self._collection_dir(name)
             shard = self._shards.pop(name, None)
+            self._lexical.pop(name, None)
             self._dimensions.pop(name, None)
             if shard is not None:
                 with contextlib.suppress(Exception):
@@ -686,11 +689,16 @@ class EdgeVectorIndex:
             True if its points can carry a lexical vector.
         """
         self._shard(name)
-        try:
-            config = json.loads((self._collection_dir(name) / EDGE_CONFIG_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise VectorIndexError(f"cannot read the configuration of collection {name!r}: {exc}") from None
-        return LEXICAL_VECTOR in (config.get("sparse_vectors") or {})
+        cached = self._lexical.get(name)
+        if cached is None:
+            path = self._collection_dir(name) / EDGE_CONFIG_FILE
+            try:
+                config = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                message = f"cannot read the configuration of collection {name!r}: {exc}"
+                raise VectorIndexError(message) from None
+            cached = self._lexical[name] = LEXICAL_VECTOR in (config.get("sparse_vectors") or {})
+        return cached
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
         """The exact number of points, optionally of one document.
@@ -775,6 +783,7 @@ class EdgeVectorIndex:
                 with contextlib.suppress(Exception):
                     shard.close()
             self._shards.clear()
+            self._lexical.clear()
             self._dimensions.clear()
             self._release_lock()
 

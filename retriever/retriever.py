@@ -82,8 +82,8 @@ class Retriever:
         """
         started = time.perf_counter()
         mode = self.mode
-        terms = self.lexical.query(query)
-        if mode != "dense" and (not terms.indices or not self.index.has_lexical(self.collection)):
+        terms = self.lexical.query(query) if mode != "dense" else None
+        if terms is not None and (not terms.indices or not self.index.has_lexical(self.collection)):
             # Only stop words, or a collection made before lexical retrieval (`spanqa reindex` adds it).
             mode = "dense"
         vector = self.encoder.encode([query])[0] if mode != "lexical" else None
@@ -94,7 +94,7 @@ class Retriever:
         lexical: list[SearchHit] = []
         if vector is not None:
             dense = self.index.search(self.collection, vector, limit=depth, filter=search_filter)
-        if mode != "dense":
+        if mode != "dense" and terms is not None:
             lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
         hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
         return RetrievalResult(
