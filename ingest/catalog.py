@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import (
     JSON,
@@ -20,9 +18,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     select,
@@ -31,19 +27,18 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+from ingest.db import CatalogError, display_url, lock_key, make_engine
+from ingest.migrations import upgrade
+from spanqa.errors import first_line
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
 
 logger = logging.getLogger(__name__)
 
 DOCUMENT_ID_NAMESPACE = uuid.UUID("0b8f6d1e-3f0e-4a57-8f5c-5a4f2f7b9a11")
-
-
-class CatalogError(RuntimeError):
-    """The catalog database cannot be opened or used."""
 
 
 def _now() -> datetime:
@@ -148,17 +143,6 @@ class WatchedFolderRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    # The busy timeout waits out a writer instead of failing (set first: switching to WAL takes a lock);
-    # WAL lets readers and one writer work at once.
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
 def _to_document(row: DocumentRow, *, with_text: bool = True) -> Document:
     return Document(
         id=row.id,
@@ -206,30 +190,6 @@ def _to_index_version(row: IndexVersionRow) -> IndexVersion:
     )
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for the catalog at ``url``; a SQLite file gets its folder, WAL and a busy timeout.
-
-    A bare ``postgresql://`` (or ``postgres://``) URL uses psycopg 3, the driver spanqa installs.
-    """
-    for bare in ("postgresql://", "postgres://"):
-        if url.startswith(bare):
-            url = "postgresql+psycopg://" + url[len(bare) :]
-    is_sqlite = url.startswith("sqlite")
-    if is_sqlite:
-        database = make_url(url).database
-        if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, pool_pre_ping=not is_sqlite)
-    if is_sqlite:
-        event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def lock_key(name: str) -> int:
-    """A PostgreSQL advisory lock key for ``name`` (the same in every process)."""
-    return zlib.crc32(f"spanqa:{name}".encode())
-
-
 class Catalog:
     """Documents, chunks, index versions and jobs in one SQL database.
 
@@ -244,14 +204,11 @@ class Catalog:
     """
 
     def __init__(self, url: str) -> None:
-        # Imported here: the migrations import this module (CatalogError, make_engine).
-        from ingest.migrations import upgrade
-
         self.url = url
         try:
             self.engine: Engine = make_engine(url)
         except (SQLAlchemyError, OSError, ImportError) as exc:
-            raise CatalogError(f"cannot open the catalog at {self.safe_url}: {_short(exc)}") from exc
+            raise CatalogError(f"cannot open the catalog at {self.safe_url}: {first_line(exc)}") from exc
         self._is_sqlite = self.engine.dialect.name == "sqlite"
         try:
             upgrade(self.engine)
@@ -263,12 +220,7 @@ class Catalog:
     @property
     def safe_url(self) -> str:
         """The URL with any password masked."""
-        return self.mask(self.url)
-
-    @staticmethod
-    def mask(url: str) -> str:
-        """``url`` with any password masked, safe to print."""
-        return make_url(url).render_as_string(hide_password=True)
+        return display_url(self.url)
 
     def session(self) -> Session:
         return self._sessions()
@@ -337,6 +289,12 @@ class Catalog:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # Documents ---------------------------------------------------------------------------------------
 
@@ -683,8 +641,3 @@ def _to_job(row: JobRow) -> Job:
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
-
-
-def _short(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -18,6 +18,7 @@ from ingest.walk import FoundFile, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
 from retriever.lexical import Bm25Encoder
+from spanqa.errors import SpanqaError
 from spanqa.settings import Settings
 from spanqa.types import Chunk, Document, DocumentStatus
 
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 NEW, CHANGED, UNCHANGED, FAILED, PRUNED = "new", "changed", "unchanged", "failed", "pruned"
 
 
-class IngestError(RuntimeError):
+class IngestError(SpanqaError):
     """The whole run cannot go on (a one-line, user-facing reason)."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spanqa.errors import SpanqaError, first_line
 from spanqa.types import page_at
 
 logger = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ _EXTENSION_FORMATS: dict[str, str] = {
     ".pdf": "pdf",
     ".docx": "docx",
 }
-_MAX_REASON_CHARS = 160
 
 # Block kinds that name what follows instead of answering anything: they go into heading paths, not chunks.
 HEADING, TERM, HEADER_ROW, NAVIGATION = "heading", "term", "header", "nav"
@@ -57,7 +57,7 @@ NON_CONTENT_KINDS = frozenset({HEADING, HEADER_ROW, NAVIGATION})
 NAV_LINK_SHARE = 0.8
 
 
-class LoadError(Exception):
+class LoadError(SpanqaError):
     """A file that cannot be loaded; ``str(exc)`` is a one-line, user-facing reason (no traceback text)."""
 
 
@@ -688,17 +688,6 @@ def _quiet_pypdf() -> Iterator[None]:
                 pypdf_logger.setLevel(_pypdf_saved_level)
 
 
-def _short_reason(exc: BaseException) -> str:
-    """One line describing ``exc``: its message's first line, truncated, or its type name."""
-    lines = str(exc).strip().splitlines()
-    reason = lines[0].strip() if lines else ""
-    if not reason:
-        reason = type(exc).__name__
-    if len(reason) > _MAX_REASON_CHARS:
-        reason = reason[: _MAX_REASON_CHARS - 3] + "..."
-    return reason
-
-
 def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
     """The text of each page of a PDF, and its outline as (page index, level, title) in page order."""
     from pypdf import PdfReader
@@ -711,7 +700,7 @@ def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
                 try:
                     decrypted = reader.decrypt("")
                 except DependencyError as exc:
-                    raise LoadError(f"encrypted PDF (cannot decrypt: {_short_reason(exc)})") from exc
+                    raise LoadError(f"encrypted PDF (cannot decrypt: {first_line(exc)})") from exc
                 except (FileNotDecryptedError, WrongPasswordError) as exc:
                     raise LoadError("encrypted PDF") from exc
                 if not decrypted:  # PasswordType.NOT_DECRYPTED == 0
@@ -722,7 +711,7 @@ def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
         except (FileNotDecryptedError, WrongPasswordError) as exc:
             raise LoadError("encrypted PDF") from exc
         except Exception as exc:  # pypdf raises many types (and KeyError, ValueError...) on broken files
-            raise LoadError(f"corrupt PDF: {_short_reason(exc)}") from exc
+            raise LoadError(f"corrupt PDF: {first_line(exc)}") from exc
         if not pages:
             raise LoadError("corrupt PDF: no pages")
         texts: list[str] = []
@@ -732,7 +721,7 @@ def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
                 texts.append(page.extract_text() or "")
             except Exception as exc:
                 failed += 1
-                logger.warning("PDF page %d: text extraction failed: %s", number, _short_reason(exc))
+                logger.warning("PDF page %d: text extraction failed: %s", number, first_line(exc))
                 texts.append("")
         if failed == len(pages):
             raise LoadError("corrupt PDF: text extraction failed on every page")
@@ -757,7 +746,7 @@ def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
                 if page is not None and page >= 0 and title:
                     entries.append((page, level, title))
     except Exception as exc:
-        logger.debug("PDF outline unreadable: %s", _short_reason(exc))
+        logger.debug("PDF outline unreadable: %s", first_line(exc))
         return []
     return sorted(entries, key=lambda entry: entry[0])
 
@@ -776,9 +765,9 @@ def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
     except ValueError as exc:
         if "not a Word file" in str(exc):  # e.g. a .docm or .dotx: python-docx reads only .docx
             raise LoadError("unsupported Word file (not a .docx document)") from exc
-        raise LoadError(f"corrupt DOCX: {_short_reason(exc)}") from exc
+        raise LoadError(f"corrupt DOCX: {first_line(exc)}") from exc
     except Exception as exc:  # BadZipFile, KeyError, PackageNotFoundError, XML syntax errors...
-        raise LoadError(f"corrupt DOCX: {_short_reason(exc)}") from exc
+        raise LoadError(f"corrupt DOCX: {first_line(exc)}") from exc
 
     blocks: list[tuple[str, int]] = []
     # Iterative walk over body content; nested tables are read cell by cell.
@@ -920,7 +909,7 @@ def _read_bytes(path: Path, max_bytes: int | None) -> bytes:
     except PermissionError as exc:
         raise LoadError("permission denied") from exc
     except OSError as exc:
-        raise LoadError(f"cannot read file: {exc.strerror or _short_reason(exc)}") from exc
+        raise LoadError(f"cannot read file: {exc.strerror or first_line(exc)}") from exc
     if stat_module.S_ISDIR(stat.st_mode):
         raise LoadError("is a directory")
     if not stat_module.S_ISREG(stat.st_mode):  # a FIFO or device would block or never end
@@ -933,7 +922,7 @@ def _read_bytes(path: Path, max_bytes: int | None) -> bytes:
     except PermissionError as exc:
         raise LoadError("permission denied") from exc
     except OSError as exc:
-        raise LoadError(f"cannot read file: {exc.strerror or _short_reason(exc)}") from exc
+        raise LoadError(f"cannot read file: {exc.strerror or first_line(exc)}") from exc
     if max_bytes is not None and len(data) > max_bytes:  # grew since stat, or a special file
         raise LoadError(_too_large(len(data), max_bytes))
     return data
@@ -997,7 +986,7 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
         raise LoadError(f"cannot parse {fmt}: too deeply nested") from exc
     except Exception as exc:  # a parser bug or an odd file: never let a traceback reach the user
         logger.debug("unexpected error loading %s", path, exc_info=True)
-        raise LoadError(f"cannot parse {fmt}: {_short_reason(exc)}") from exc
+        raise LoadError(f"cannot parse {fmt}: {first_line(exc)}") from exc
 
     if not text:
         if fmt == "pdf":

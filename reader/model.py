@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spanqa.errors import SpanqaError, first_line
 from spanqa.settings import DEFAULT_READER_MODEL
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 SHIPPED_MODELS_DIR = Path(__file__).resolve().parent / "models"
 
 
-class ReaderLoadError(RuntimeError):
+class ReaderLoadError(SpanqaError):
     """The reader model or its tokenizer cannot be loaded."""
 
 
@@ -65,10 +66,9 @@ def load_reader_model(
         tokenizer = AutoTokenizer.from_pretrained(location)
         model = AutoModelForQuestionAnswering.from_pretrained(location, dtype=torch.float32)
     except (OSError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReaderLoadError(
-            f"cannot load reader '{name_or_path}' ({reason}); set SPANQA_READER_MODEL to a local model "
-            "directory, or a hub name with network access"
+            f"cannot load reader '{name_or_path}' ({first_line(exc)}); set SPANQA_READER_MODEL to a local "
+            "model directory, or a hub name with network access"
         ) from exc
     if not getattr(tokenizer, "is_fast", False):
         raise ReaderLoadError(f"reader '{name_or_path}' has no fast tokenizer; span offsets need one")

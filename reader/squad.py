@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spanqa.errors import SpanqaError
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
@@ -38,7 +40,7 @@ class SquadExample:
     paragraph_index: int = 0
 
 
-class SquadFormatError(ValueError):
+class SquadFormatError(SpanqaError, ValueError):
     """The file is not SQuAD-format JSON."""
 
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from spanqa.errors import SpanqaError, first_line
+
 if TYPE_CHECKING:
     from spanqa.settings import Settings
 
@@ -24,7 +26,7 @@ PACKAGED_MINILM_NAMES = frozenset(
 )
 
 
-class EncoderLoadError(RuntimeError):
+class EncoderLoadError(SpanqaError):
     """The retriever model cannot be loaded."""
 
 
@@ -104,9 +106,8 @@ class SentenceEncoder:
 
             model = SentenceTransformer(location, device=self.device)
         except (OSError, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EncoderLoadError(
-                f"cannot load retriever model '{self._name}' ({reason}); "
+                f"cannot load retriever model '{self._name}' ({first_line(exc)}); "
                 "set SPANQA_RETRIEVER_MODEL to a local "
                 "model directory, or a hub name with network access"
             ) from exc

@@ -1100,7 +1100,7 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, failed files, index version, models and where data lives."""
     from ingest.catalog import Catalog
-    from retriever.index import redact_url
+    from spanqa.errors import redact_url
 
     settings = settings_from(ctx)
     catalog = Catalog(settings.catalog_url)

@@ -16,6 +16,7 @@ from ingest.walk import matches
 from reader.squad import normalize_answer
 from retriever.lexical import min_max
 from retriever.retriever import Retriever
+from spanqa.errors import SpanqaError
 from spanqa.runtime import Runtime
 from spanqa.types import Answer, DocumentStatus, Passage, page_at
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class EmptyIndexError(RuntimeError):
+class EmptyIndexError(SpanqaError):
     """Nothing has been ingested yet."""
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from spanqa.errors import SpanqaError
+
 ENV_PREFIX = "SPANQA_"
 CONFIG_FILE_NAME = "spanqa.toml"
 DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -29,7 +31,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-class SettingsError(ValueError):
+class SettingsError(SpanqaError, ValueError):
     """A setting has a value that cannot be used (bad type, unknown key, unreadable config file)."""
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from spanqa.errors import SpanqaError
 from spanqa.settings import Settings
 
 PING_TIMEOUT_S = 2.0
 
 
-class WorkerUnavailableError(RuntimeError):
+class WorkerUnavailableError(SpanqaError):
     """No worker answered, or none answered in time; the message is one line, fit to show to the user."""
 
 

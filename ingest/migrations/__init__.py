@@ -27,7 +27,8 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import func
 
-from ingest.catalog import CatalogError, lock_key, make_engine
+from ingest.db import CatalogError, display_url, lock_key, make_engine
+from spanqa.errors import first_line
 
 __all__ = [
     "BASELINE_REVISION",
@@ -113,7 +114,9 @@ def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
         try:
             engine = make_engine(url)
         except (SQLAlchemyError, OSError, ImportError) as exc:
-            raise CatalogError(f"cannot open the catalog at {_masked(engine_or_url)}: {_short(exc)}") from exc
+            raise CatalogError(
+                f"cannot open the catalog at {display_url(engine_or_url)}: {first_line(exc)}"
+            ) from exc
     try:
         for attempt in range(LOCKED_RETRIES):
             try:
@@ -129,7 +132,9 @@ def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
     except CatalogError:
         raise
     except (SQLAlchemyError, CommandError, OSError) as exc:
-        raise CatalogError(f"cannot open the catalog at {_masked(engine.url)}: {_short(exc)}") from exc
+        raise CatalogError(
+            f"cannot open the catalog at {display_url(engine.url)}: {first_line(exc)}"
+        ) from exc
     finally:
         if engine is not engine_or_url:
             engine.dispose()
@@ -156,8 +161,8 @@ def _upgrade(engine: Engine, revision: str) -> None:
             raise
         except (SQLAlchemyError, CommandError) as exc:
             raise CatalogError(
-                f"cannot migrate the catalog at {_masked(engine.url)} from schema revision "
-                f"{current or 'none'} to {revision}: {_short(exc)}"
+                f"cannot migrate the catalog at {display_url(engine.url)} from schema revision "
+                f"{current or 'none'} to {revision}: {first_line(exc)}"
             ) from exc
 
 
@@ -180,8 +185,8 @@ def _adopt(connection: Connection, engine: Engine) -> None:
     if present != CATALOG_TABLES:
         missing = ", ".join(sorted(CATALOG_TABLES - present))
         raise CatalogError(
-            f"the database at {_masked(engine.url)} has some catalog tables but not {missing}, and no schema "
-            "revision: not a spanqa catalog (or a damaged one); point SPANQA_DATABASE_URL elsewhere"
+            f"the database at {display_url(engine.url)} has some catalog tables but not {missing}, and no "
+            "schema revision: not a spanqa catalog (or a damaged one); point SPANQA_DATABASE_URL elsewhere"
         )
     MigrationContext.configure(connection).stamp(_scripts(), BASELINE_REVISION)
 
@@ -189,20 +194,6 @@ def _adopt(connection: Connection, engine: Engine) -> None:
 def _check_known(current: str | None, engine: Engine) -> None:
     if current is not None and current not in _known_revisions():
         raise SchemaTooNewError(
-            f"the catalog at {_masked(engine.url)} has schema revision {current}, "
+            f"the catalog at {display_url(engine.url)} has schema revision {current}, "
             f"newer than this spanqa knows ({head_revision()}): upgrade spanqa"
         )
-
-
-def _masked(url: str | URL) -> str:
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except SQLAlchemyError:
-        return "<invalid url>"
-
-
-def _short(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -47,7 +47,7 @@ def _main() -> None:
     if connection is not None:
         _run(connection)
         return
-    from ingest.catalog import make_engine
+    from ingest.db import make_engine
 
     url = config.get_main_option("sqlalchemy.url")
     if not url:

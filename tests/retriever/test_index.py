@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 
 from retriever.index import (
-    MAX_BATCH_POINTS,
-    MAX_REQUEST_BYTES,
     EdgeVectorIndex,
     IndexPoint,
     SearchFilter,
@@ -25,10 +23,10 @@ from retriever.index import (
     ServerVectorIndex,
     VectorIndex,
     VectorIndexError,
-    _batches,
     collection_name,
     open_vector_index,
 )
+from retriever.index.base import MAX_BATCH_POINTS, MAX_REQUEST_BYTES, request_batches
 from retriever.lexical import Bm25Encoder
 
 DIM = 8
@@ -342,7 +340,7 @@ def test_collection_name_format() -> None:
 
 def test_upsert_batches_stay_under_request_limit() -> None:
     sizes = [MAX_REQUEST_BYTES // 3] * 10 + [10] * (MAX_BATCH_POINTS + 5)
-    batches = list(_batches(list(range(len(sizes))), sizes))
+    batches = list(request_batches(list(range(len(sizes))), sizes))
     assert [i for batch in batches for i in batch] == list(range(len(sizes)))
     for batch in batches:
         assert len(batch) <= MAX_BATCH_POINTS
@@ -495,8 +493,8 @@ def test_alias_points_at_one_collection_and_moves(index: VectorIndex) -> None:
 
 
 def test_server_calls_retry_transient_failures(monkeypatch: pytest.MonkeyPatch) -> None:
-    from retriever import index as index_module
     from retriever.index import ServerVectorIndex, VectorIndexUnavailableError
+    from retriever.index import server as index_module
 
     monkeypatch.setattr(index_module, "RETRY_BASE_DELAY_S", 0.0)
     server = ServerVectorIndex(":memory:")

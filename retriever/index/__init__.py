@@ -1,0 +1,65 @@
+"""The vector index behind one Protocol: embedded Qdrant Edge (default) or a Qdrant server.
+
+``base`` holds the Protocol, its types, errors and shared helpers; ``edge`` and ``server`` one backend each;
+:func:`open_vector_index` picks one from the settings' values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retriever.index.base import (
+    ACTIVE_ALIAS,
+    LEXICAL_VECTOR,
+    IndexPoint,
+    SearchFilter,
+    SearchHit,
+    VectorIndex,
+    VectorIndexError,
+    VectorIndexInUseError,
+    VectorIndexUnavailableError,
+    collection_name,
+)
+from retriever.index.edge import EdgeVectorIndex
+from retriever.index.server import ServerVectorIndex
+
+__all__ = [
+    "ACTIVE_ALIAS",
+    "LEXICAL_VECTOR",
+    "EdgeVectorIndex",
+    "IndexPoint",
+    "SearchFilter",
+    "SearchHit",
+    "ServerVectorIndex",
+    "VectorIndex",
+    "VectorIndexError",
+    "VectorIndexInUseError",
+    "VectorIndexUnavailableError",
+    "collection_name",
+    "open_vector_index",
+]
+
+
+def open_vector_index(
+    *,
+    path: str | Path | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+) -> VectorIndex:
+    """Open the configured vector index: a Qdrant server if ``url`` is given, else the Edge store at ``path``.
+
+    Args:
+        path: Directory of the embedded Qdrant Edge store.
+        url: Qdrant server URL (wins over ``path``); ``:memory:`` for an in-process store.
+        api_key: API key for the server.
+        timeout: Server request timeout in seconds.
+
+    Returns:
+        An open VectorIndex; close it when done.
+    """
+    if url:
+        return ServerVectorIndex(url, api_key=api_key, timeout=timeout)
+    if path is None:
+        raise ValueError("open_vector_index needs a path (Qdrant Edge) or a url (Qdrant server)")
+    return EdgeVectorIndex(path)

@@ -1,0 +1,574 @@
+"""The embedded store: Qdrant Edge, one shard directory per collection, one process at a time.
+
+``qdrant_edge`` is imported when a store opens, so importing this module stays cheap for the CLI.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from retriever.index.base import (
+    INDEXED_PAYLOAD_FIELDS,
+    LEXICAL_VECTOR,
+    MAX_BATCH_POINTS,
+    SCROLL_PAGE,
+    ClosingIndex,
+    IndexPoint,
+    SearchFilter,
+    SearchHit,
+    VectorIndexError,
+    VectorIndexInUseError,
+    check_collection_name,
+    check_dimension,
+    normalize_id,
+    prepare_points,
+    request_batches,
+    slices,
+    to_floats,
+)
+from retriever.lexical import SparseVector
+from spanqa.errors import first_line
+
+logger = logging.getLogger(__name__)
+
+#: Lock file that makes an Edge store single-process; it lives in the store directory.
+EDGE_LOCK_FILE = ".spanqa-index.lock"
+#: The file Qdrant Edge writes into every shard directory; its presence means "collection exists".
+EDGE_CONFIG_FILE = "edge_config.json"
+#: Where the store keeps its aliases (Edge has none of its own).
+EDGE_ALIASES_FILE = "aliases.json"
+
+
+class EdgeVectorIndex(ClosingIndex):
+    """Embedded Qdrant Edge store: one shard directory per collection under ``path``.
+
+    Only one process may open a store at a time: the constructor takes an exclusive, non-blocking
+    ``flock`` on ``<path>/.spanqa-index.lock`` (held until ``close()``) and raises VectorIndexError at once
+    if another process (or another open index in this process) holds it. Use as a context manager or call
+    ``close()``; open the index after forking, never before.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        """Open (creating if needed) the store directory and lock it.
+
+        Args:
+            path: The store directory.
+        """
+        import qdrant_edge
+
+        self._q: Any = qdrant_edge
+        self.path = Path(path).expanduser()
+        self._shards: dict[str, Any] = {}
+        self._dimensions: dict[str, int] = {}
+        self._lexical: dict[str, bool] = {}  # per collection: read once from its edge_config.json
+        self._mutex = threading.RLock()
+        self._lock_fd: int | None = None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise VectorIndexError(
+                f"cannot create the vector store directory {self.path}: {exc.strerror or exc}"
+            ) from exc
+        self._lock_fd = self._acquire_lock()
+        logger.debug("opened Qdrant Edge store at %s", self.path)
+
+    # -- locking ------------------------------------------------------------------------------------------
+
+    def _in_use_error(self, holder: str = "") -> VectorIndexInUseError:
+        """The error for a store that another process holds."""
+        return VectorIndexInUseError(
+            f"the vector store at {self.path} is in use by another spanqa process{holder}; "
+            "only one process can open it at a time: wait for that process to finish or stop it "
+            "(or run a Qdrant server and set SPANQA_QDRANT_URL to share the index)"
+        )
+
+    def _acquire_lock(self) -> int:
+        """Take the exclusive store lock without blocking; raise VectorIndexError if it is held."""
+        import fcntl
+
+        lock_path = self.path / EDGE_LOCK_FILE
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise VectorIndexError(f"cannot open the lock file {lock_path}: {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = ""
+            with contextlib.suppress(OSError, ValueError):
+                pid = int(os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "0")
+                holder = f" (pid {pid})" if pid > 0 else ""
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise self._in_use_error(holder) from None
+            raise VectorIndexError(
+                f"cannot lock the vector store at {self.path}: {exc.strerror or exc}"
+            ) from exc
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        return fd
+
+    def _release_lock(self) -> None:
+        """Release the store lock (closing the descriptor releases the flock)."""
+        if self._lock_fd is not None:
+            fd, self._lock_fd = self._lock_fd, None
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)
+
+    # -- shard management ---------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        """Raise VectorIndexError if close() was called."""
+        if self._lock_fd is None:
+            raise VectorIndexError(f"the vector store at {self.path} has been closed")
+
+    def _collection_dir(self, name: str) -> Path:
+        """The shard directory of collection ``name``."""
+        check_collection_name(name)
+        return self.path / name
+
+    def _edge_error(self, exc: BaseException, name: str, action: str) -> VectorIndexError:
+        """Map an exception from qdrant_edge to a one-line VectorIndexError."""
+        message = str(exc)
+        if "WouldBlock" in message or "Resource temporarily unavailable" in message:
+            return self._in_use_error()
+        if "dimension error" in message.lower():
+            return VectorIndexError(f"dimension mismatch in collection {name!r}: {first_line(message)}")
+        return VectorIndexError(f"cannot {action} collection {name!r} in {self.path}: {first_line(message)}")
+
+    def _read_dimension(self, directory: Path) -> int | None:
+        """The vector size recorded in a shard's edge_config.json, or None if it cannot be read."""
+        try:
+            config = json.loads((directory / EDGE_CONFIG_FILE).read_text(encoding="utf-8"))
+            size = config["vectors"][""]["size"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return size if isinstance(size, int) else None
+
+    def _ensure_payload_indexes(self, shard: Any) -> None:
+        """Create the keyword payload indexes a shard lacks."""
+        q = self._q
+        existing = set(shard.info().payload_schema)
+        for field in INDEXED_PAYLOAD_FIELDS:
+            if field not in existing:
+                shard.update(q.UpdateOperation.create_field_index(field, q.PayloadSchemaType.Keyword))
+
+    def _shard(self, name: str) -> Any:
+        """The open shard of collection ``name``, loading it on first use."""
+        self._check_open()
+        with self._mutex:
+            shard = self._shards.get(name)
+            if shard is not None:
+                return shard
+            directory = self._collection_dir(name)
+            if not (directory / EDGE_CONFIG_FILE).is_file():
+                raise VectorIndexError(
+                    f"collection {name!r} does not exist in the vector store at {self.path}"
+                )
+            try:
+                shard = self._q.EdgeShard.load(str(directory))
+            except Exception as exc:
+                raise self._edge_error(exc, name, "open") from None
+            self._shards[name] = shard
+            dimension = self._read_dimension(directory)
+            if dimension is not None:
+                self._dimensions[name] = dimension
+            return shard
+
+    # -- VectorIndex --------------------------------------------------------------------------------------
+
+    def ensure_collection(self, name: str, dimension: int) -> None:
+        """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension.
+
+        Args:
+            name: Collection name.
+            dimension: Vector dimension.
+        """
+        self._check_open()
+        if dimension <= 0:
+            raise ValueError(f"dimension must be positive, got {dimension}")
+        q = self._q
+        with self._mutex:
+            directory = self._collection_dir(name)
+            if name in self._shards or (directory / EDGE_CONFIG_FILE).is_file():
+                existing = self._dimensions.get(name) or self._read_dimension(directory)
+                if existing is not None and existing != dimension:
+                    raise VectorIndexError(
+                        f"dimension mismatch: collection {name!r} holds {existing}-d vectors, "
+                        f"not {dimension}-d"
+                    )
+                shard = self._shard(name)
+                if existing is None:
+                    self._dimensions[name] = dimension
+                try:
+                    self._ensure_payload_indexes(shard)
+                    if not self.has_lexical(name):
+                        # Made before lexical retrieval: points re-ingested from now on get their terms.
+                        shard.update(
+                            q.UpdateOperation.create_sparse_vector(LEXICAL_VECTOR, modifier=q.Modifier.Idf)
+                        )
+                        self._lexical.pop(name, None)
+                except Exception as exc:
+                    raise self._edge_error(exc, name, "index") from None
+                return
+            if directory.exists():
+                # Without edge_config.json and segment data it is the leftover of an interrupted create.
+                segments = directory / "segments"
+                if segments.is_dir() and any(segments.iterdir()):
+                    raise VectorIndexError(
+                        f"collection directory {directory} holds segment data but no {EDGE_CONFIG_FILE}; "
+                        "move it away or drop the collection"
+                    )
+                logger.warning("removing incomplete collection directory %s", directory)
+                shutil.rmtree(directory)
+            config = q.EdgeConfig(
+                vectors=q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine),
+                sparse_vectors={LEXICAL_VECTOR: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
+                # Keep every upserted point searchable at once, whatever the segment size.
+                optimizers=q.EdgeOptimizersConfig(prevent_unoptimized=False),
+            )
+            try:
+                shard = q.EdgeShard.create(str(directory), config)
+                self._ensure_payload_indexes(shard)
+                shard.flush()
+            except Exception as exc:
+                raise self._edge_error(exc, name, "create") from None
+            self._shards[name] = shard
+            self._dimensions[name] = dimension
+            logger.info("created collection %s (%d-d, cosine) in %s", name, dimension, self.path)
+
+    def has_collection(self, name: str) -> bool:
+        """Whether collection ``name`` exists.
+
+        Args:
+            name: Collection name.
+
+        Returns:
+            True if it exists.
+        """
+        self._check_open()
+        return name in self._shards or (self._collection_dir(name) / EDGE_CONFIG_FILE).is_file()
+
+    def list_collections(self) -> list[str]:
+        """All collections in the store, sorted.
+
+        Returns:
+            Collection names.
+        """
+        self._check_open()
+        return sorted(
+            entry.name
+            for entry in self.path.iterdir()
+            if entry.is_dir() and (entry / EDGE_CONFIG_FILE).is_file()
+        )
+
+    def set_alias(self, alias: str, collection: str) -> None:
+        """Point ``alias`` at ``collection`` (kept in a small JSON file, replaced atomically).
+
+        Args:
+            alias: Alias name.
+            collection: An existing collection.
+        """
+        self._check_open()
+        if not self.has_collection(collection):
+            raise VectorIndexError(f"collection '{collection}' does not exist in {self.path}")
+        aliases = self._read_aliases()
+        aliases[alias] = collection
+        partial = self.path / (EDGE_ALIASES_FILE + ".partial")
+        partial.write_text(json.dumps(aliases, indent=1, sort_keys=True), encoding="utf-8")
+        partial.replace(self.path / EDGE_ALIASES_FILE)
+
+    def alias_target(self, alias: str) -> str | None:
+        """The collection ``alias`` points at, or None."""
+        self._check_open()
+        return self._read_aliases().get(alias)
+
+    def _read_aliases(self) -> dict[str, str]:
+        path = self.path / EDGE_ALIASES_FILE
+        if not path.is_file():
+            return {}
+        data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def drop_collection(self, name: str) -> None:
+        """Delete collection ``name`` and its files; no error if it does not exist.
+
+        Args:
+            name: Collection name.
+        """
+        self._check_open()
+        with self._mutex:
+            directory = self._collection_dir(name)
+            shard = self._shards.pop(name, None)
+            self._lexical.pop(name, None)
+            self._dimensions.pop(name, None)
+            if shard is not None:
+                with contextlib.suppress(Exception):
+                    shard.close()
+            if directory.exists():
+                shutil.rmtree(directory)
+                logger.info("dropped collection %s from %s", name, self.path)
+
+    def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points (by id); they are searchable when this returns.
+
+        Args:
+            name: Collection name.
+            points: Points to store.
+        """
+        shard = self._shard(name)
+        prepared, sizes = prepare_points(name, points, self._dimensions.get(name))
+        q = self._q
+        for batch in request_batches(prepared, sizes):
+            operation = q.UpdateOperation.upsert_points(
+                [
+                    q.Point(
+                        point_id,
+                        {"": vector, LEXICAL_VECTOR: q.SparseVector(sparse.indices, sparse.values)}
+                        if sparse is not None
+                        else vector,
+                        payload,
+                    )
+                    for point_id, vector, payload, sparse in batch
+                ]
+            )
+            try:
+                shard.update(operation)
+            except Exception as exc:
+                raise self._edge_error(exc, name, "upsert into") from None
+
+    def delete_points(self, name: str, ids: Sequence[str]) -> None:
+        """Delete points by id (unknown ids are ignored).
+
+        Args:
+            name: Collection name.
+            ids: Point ids.
+        """
+        shard = self._shard(name)
+        normalized = sorted({normalize_id(point_id) for point_id in ids})
+        for batch in slices(normalized, MAX_BATCH_POINTS):
+            try:
+                shard.update(self._q.UpdateOperation.delete_points(batch))
+            except Exception as exc:
+                raise self._edge_error(exc, name, "delete from") from None
+
+    def delete_document(self, name: str, document_id: str) -> None:
+        """Delete every point whose payload ``document_id`` is ``document_id``.
+
+        Args:
+            name: Collection name.
+            document_id: The document's id.
+        """
+        shard = self._shard(name)
+        try:
+            shard.update(
+                self._q.UpdateOperation.delete_points_by_filter(
+                    self._filter(SearchFilter.of_document(document_id))
+                )
+            )
+        except Exception as exc:
+            raise self._edge_error(exc, name, "delete from") from None
+
+    def search(
+        self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``limit`` points nearest to ``vector`` (cosine), best first.
+
+        Args:
+            name: Collection name.
+            vector: Query vector.
+            limit: Maximum number of hits.
+            filter: Optional restriction to documents/paths.
+
+        Returns:
+            Hits sorted by descending score.
+        """
+        shard = self._shard(name)
+        query = to_floats(vector)
+        check_dimension(name, query, self._dimensions.get(name), "query vector")
+        if limit <= 0 or (filter is not None and filter.matches_nothing()):
+            return []
+        q = self._q
+        request = q.QueryRequest(
+            limit=limit,
+            query=q.Query.Nearest(query),
+            filter=self._filter(filter),
+            with_payload=True,
+            with_vector=False,
+        )
+        try:
+            results = shard.query(request)
+        except Exception as exc:
+            raise self._edge_error(exc, name, "search") from None
+        hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits
+
+    def search_lexical(
+        self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
+    ) -> list[SearchHit]:
+        """The ``limit`` points whose BM25 score for the query's terms is highest, best first.
+
+        Args:
+            name: Collection name.
+            query: The query's terms (``Bm25Encoder.query``).
+            limit: Maximum number of hits.
+            filter: Optional restriction to documents/paths.
+
+        Returns:
+            Hits with a positive score, sorted by descending score ([] for a collection without terms).
+        """
+        shard = self._shard(name)
+        if limit <= 0 or not query.indices or (filter is not None and filter.matches_nothing()):
+            return []
+        if not self.has_lexical(name):
+            return []
+        q = self._q
+        request = q.QueryRequest(
+            limit=limit,
+            query=q.Query.Nearest(q.SparseVector(query.indices, query.values), using=LEXICAL_VECTOR),
+            filter=self._filter(filter),
+            with_payload=True,
+            with_vector=False,
+        )
+        try:
+            results = shard.query(request)
+        except Exception as exc:
+            raise self._edge_error(exc, name, "search") from None
+        hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results if r.score > 0]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits
+
+    def has_lexical(self, name: str) -> bool:
+        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not).
+
+        Args:
+            name: Collection name.
+
+        Returns:
+            True if its points can carry a lexical vector.
+        """
+        self._shard(name)
+        cached = self._lexical.get(name)
+        if cached is None:
+            path = self._collection_dir(name) / EDGE_CONFIG_FILE
+            try:
+                config = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                message = f"cannot read the configuration of collection {name!r}: {exc}"
+                raise VectorIndexError(message) from None
+            cached = self._lexical[name] = LEXICAL_VECTOR in (config.get("sparse_vectors") or {})
+        return cached
+
+    def count(self, name: str, *, document_id: str | None = None) -> int:
+        """The exact number of points, optionally of one document.
+
+        Args:
+            name: Collection name.
+            document_id: Count only this document's points.
+
+        Returns:
+            The number of points.
+        """
+        shard = self._shard(name)
+        q = self._q
+        point_filter = self._filter(SearchFilter.of_document(document_id))
+        try:
+            return int(shard.count(q.CountRequest(exact=True, filter=point_filter)))
+        except Exception as exc:
+            raise self._edge_error(exc, name, "count points in") from None
+
+    def point_ids(self, name: str, *, document_id: str | None = None) -> set[str]:
+        """Every point id, optionally of one document (scrolls the whole collection).
+
+        Args:
+            name: Collection name.
+            document_id: Only this document's points.
+
+        Returns:
+            The set of point ids.
+        """
+        shard = self._shard(name)
+        q = self._q
+        point_filter = self._filter(SearchFilter.of_document(document_id))
+        ids: set[str] = set()
+        offset: Any = None
+        while True:
+            request = q.ScrollRequest(
+                offset=offset, limit=SCROLL_PAGE, filter=point_filter, with_payload=False, with_vector=False
+            )
+            try:
+                records, offset = shard.scroll(request)
+            except Exception as exc:
+                raise self._edge_error(exc, name, "scroll") from None
+            ids.update(str(record.id) for record in records)
+            if offset is None or not records:
+                return ids
+
+    def flush(self) -> None:
+        """Write all pending changes of open collections to disk (the WAL already makes them durable)."""
+        with self._mutex:
+            for name, shard in self._shards.items():
+                try:
+                    shard.flush()
+                except Exception as exc:
+                    raise self._edge_error(exc, name, "flush") from None
+
+    def optimize(self, name: str) -> bool:
+        """Run Edge's segment optimizers (HNSW build, vacuum) in this process, blocking; CPU-heavy.
+
+        Not needed for correctness: unoptimized segments are searched exhaustively (exact). Worth it only
+        after a large ingest, and only when searches get slow.
+
+        Args:
+            name: Collection name.
+
+        Returns:
+            True if any segment was optimized.
+        """
+        shard = self._shard(name)
+        try:
+            return bool(shard.optimize())
+        except Exception as exc:
+            raise self._edge_error(exc, name, "optimize") from None
+
+    def close(self) -> None:
+        """Flush and close every open collection and release the store lock; safe to call twice."""
+        with self._mutex:
+            for name, shard in list(self._shards.items()):
+                try:
+                    shard.flush()
+                except Exception:
+                    logger.exception("flushing collection %s failed", name)
+                with contextlib.suppress(Exception):
+                    shard.close()
+            self._shards.clear()
+            self._lexical.clear()
+            self._dimensions.clear()
+            self._release_lock()
+
+    def __repr__(self) -> str:
+        return f"EdgeVectorIndex({str(self.path)!r})"
+
+    # -- filters ------------------------------------------------------------------------------------------
+
+    def _filter(self, search_filter: SearchFilter | None) -> Any:
+        """An Edge filter for a SearchFilter (None when it restricts nothing)."""
+        conditions = search_filter.conditions() if search_filter is not None else []
+        if not conditions:
+            return None
+        q = self._q
+        return q.Filter(
+            must=[q.FieldCondition(key=key, match=q.MatchAny(values)) for key, values in conditions]
+        )
