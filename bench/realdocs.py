@@ -74,7 +74,7 @@ INFRA_SETTINGS = frozenset(
     }
 )
 # Settings that shape the index: a kept data directory must have been built with the same values.
-INDEX_SETTINGS = ("retriever_model", "retriever_max_seq_len", "chunk_tokens", "chunk_overlap")
+INDEX_SETTINGS = ("retriever_model", "retriever_max_seq_length", "chunk_tokens", "chunk_overlap")
 INDEX_STAMP = "realdocs-index.json"
 
 

@@ -104,8 +104,8 @@ def make_windows(
     passages: list[str],
     *,
     item_index: int = 0,
-    max_seq_len: int = 384,
-    doc_stride: int = 128,
+    max_seq_length: int = 384,
+    stride: int = 128,
     max_question_tokens: int = 64,
 ) -> list[Window]:
     """Tokenize ``question`` against each passage in overlapping windows.
@@ -115,8 +115,8 @@ def make_windows(
         question: the question; cut at ``max_question_tokens`` tokens.
         passages: the passage texts.
         item_index: carried into each window so batches can mix questions.
-        max_seq_len: tokens per window, special tokens included.
-        doc_stride: tokens shared by consecutive windows of a passage.
+        max_seq_length: tokens per window, special tokens included.
+        stride: tokens shared by consecutive windows of a passage.
         max_question_tokens: the longest question in tokens.
 
     Returns:
@@ -127,16 +127,16 @@ def make_windows(
     question = truncate_question(tokenizer, question.strip(), max_question_tokens)
     question_len = len(tokenizer(question, add_special_tokens=False)["input_ids"])
     specials = tokenizer.num_special_tokens_to_add(pair=True)
-    room = max_seq_len - question_len - specials
+    room = max_seq_length - question_len - specials
     if room < 8:
-        raise ValueError(f"max_seq_len={max_seq_len} leaves no room for the passage after the question")
-    stride = max(0, min(doc_stride, room - 1))
+        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for the passage after the question")
+    stride = max(0, min(stride, room - 1))
     pad_right = tokenizer.padding_side == "right"
     encoded = tokenizer(
         [question] * len(passages) if pad_right else passages,
         passages if pad_right else [question] * len(passages),
         truncation="only_second" if pad_right else "only_first",
-        max_length=max_seq_len,
+        max_length=max_seq_length,
         stride=stride,
         return_overflowing_tokens=True,
         return_offsets_mapping=True,

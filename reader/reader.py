@@ -63,8 +63,8 @@ class ExtractiveReader:
 
     Args:
         model: a model-hub name, a local path, or a shipped model's name.
-        max_seq_len: tokens per window.
-        doc_stride: tokens shared by consecutive windows.
+        max_seq_length: tokens per window.
+        stride: tokens shared by consecutive windows.
         max_question_tokens: longer questions are cut.
         max_answer_tokens: the longest answer span.
         batch_size: windows per forward pass; 0 picks one for the device (see ``auto_batch_size``).
@@ -82,8 +82,8 @@ class ExtractiveReader:
         self,
         *,
         model: str,
-        max_seq_len: int = 384,
-        doc_stride: int = 128,
+        max_seq_length: int = 384,
+        stride: int = 128,
         max_question_tokens: int = 64,
         max_answer_tokens: int = 30,
         batch_size: int = 0,
@@ -101,8 +101,8 @@ class ExtractiveReader:
                 f"reader precision must be one of {', '.join(READER_PRECISIONS)}, not {precision!r}"
             )
         self.model_name = model
-        self.max_seq_len = max_seq_len
-        self.doc_stride = doc_stride
+        self.max_seq_length = max_seq_length
+        self.stride = stride
         self.max_question_tokens = max_question_tokens
         self.max_answer_tokens = max_answer_tokens
         self.batch_size = batch_size or auto_batch_size(device)
@@ -121,8 +121,8 @@ class ExtractiveReader:
     def from_settings(cls, settings: Settings) -> ExtractiveReader:
         return cls(
             model=settings.reader_model,
-            max_seq_len=settings.max_seq_len,
-            doc_stride=settings.doc_stride,
+            max_seq_length=settings.max_seq_length,
+            stride=settings.stride,
             max_question_tokens=settings.max_question_tokens,
             max_answer_tokens=settings.max_answer_tokens,
             batch_size=settings.reader_batch_size,
@@ -238,8 +238,8 @@ class ExtractiveReader:
                     question,
                     list(passages),
                     item_index=index,
-                    max_seq_len=self.max_seq_len,
-                    doc_stride=self.doc_stride,
+                    max_seq_length=self.max_seq_length,
+                    stride=self.stride,
                     max_question_tokens=self.max_question_tokens,
                 )
             )

@@ -36,7 +36,7 @@ class TrainConfig:
     init: str
     out_dir: str
     epochs: float = 2.0
-    max_seq_len: int = 256
+    max_seq_length: int = 256
     stride: int = 96
     max_question_tokens: int = 64
     batch_size: int = 32
@@ -48,13 +48,17 @@ class TrainConfig:
     save_every: int = 200
     eval_file: str | None = None
     eval_limit: int = 600
-    negatives: float = 0.0
+    negatives: float = 0.2
     exclude_ids_file: str | None = None
     seed: int = 42
     pool_batches: int = 50
     threads: int = 0
     time_limit_minutes: float | None = None
     device: str = "auto"
+
+
+# Checkpoints written before these fields were renamed still resume.
+_RENAMED_FIELDS = {"max_seq_len": "max_seq_length"}
 
 
 @dataclass
@@ -131,7 +135,7 @@ def featurize(
     tokenizer: Any,
     examples: Sequence[SquadExample],
     *,
-    max_seq_len: int,
+    max_seq_length: int,
     stride: int,
     max_question_tokens: int,
     chunk: int = 2000,
@@ -149,7 +153,7 @@ def featurize(
             questions,
             [ex.context for ex in batch],
             truncation="only_second",
-            max_length=max_seq_len,
+            max_length=max_seq_length,
             stride=stride,
             return_overflowing_tokens=True,
             return_offsets_mapping=True,
@@ -238,7 +242,7 @@ def train(
             raise FileNotFoundError(f"no checkpoint to resume in {checkpoint}")
         # map_location: a run started on a GPU can go on on a CPU, and the other way round.
         state = torch.load(checkpoint / STATE_FILE, weights_only=False, map_location="cpu")
-        saved = TrainConfig(**state["config"])
+        saved = TrainConfig(**{_RENAMED_FIELDS.get(k, k): v for k, v in state["config"].items()})
         saved.max_steps = config.max_steps or saved.max_steps
         saved.time_limit_minutes = config.time_limit_minutes
         saved.threads = config.threads or saved.threads
@@ -273,7 +277,7 @@ def train(
     features = featurize(
         tokenizer,
         examples,
-        max_seq_len=config.max_seq_len,
+        max_seq_length=config.max_seq_length,
         stride=config.stride,
         max_question_tokens=config.max_question_tokens,
     )

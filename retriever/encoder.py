@@ -92,7 +92,7 @@ class SentenceEncoder:
         return cls(
             model=settings.retriever_model,
             batch_size=settings.retriever_batch_size,
-            max_seq_length=settings.retriever_max_seq_len,
+            max_seq_length=settings.retriever_max_seq_length,
             device=settings.device,
         )
 

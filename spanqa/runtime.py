@@ -76,7 +76,7 @@ class Runtime:
                 model=s.retriever_model,
                 cache_dir=s.model_cache,
                 batch_size=s.retriever_batch_size,
-                max_seq_length=s.retriever_max_seq_len,
+                max_seq_length=s.retriever_max_seq_length,
                 threads=s.torch_threads,
             )
             try:

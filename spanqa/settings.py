@@ -31,6 +31,15 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Settings that were renamed: naming the old one is an error that names the new one (silently ignoring a
+#: value someone set would be worse).
+RENAMED = {
+    "max_seq_len": "max_seq_length",
+    "doc_stride": "stride",
+    "retriever_max_seq_len": "retriever_max_seq_length",
+}
+
+
 class SettingsError(SpanqaError, ValueError):
     """A setting has a value that cannot be used (bad type, unknown key, unreadable config file)."""
 
@@ -57,7 +66,7 @@ class Settings:
     encoder_backend: str = "auto"
     model_cache_dir: Path | None = None
     retriever_batch_size: int = 64
-    retriever_max_seq_len: int = 256
+    retriever_max_seq_length: int = 256
     chunk_tokens: int = 256
     chunk_overlap: int = 48
     max_file_mb: float = 20.0
@@ -69,8 +78,8 @@ class Settings:
     reader_backend: str = "auto"
     reader_precision: str = "auto"
     reader_batch_size: int = 0
-    max_seq_len: int = 384
-    doc_stride: int = 128
+    max_seq_length: int = 384
+    stride: int = 128
     max_question_tokens: int = 64
     max_answer_tokens: int = 30
     no_answer_threshold: float = 0.0
@@ -150,7 +159,14 @@ class Settings:
             name = key[len(ENV_PREFIX) :].lower()
             if name in known:
                 values[name] = raw
+            elif name in RENAMED:
+                raise SettingsError(f"{key} was renamed: set {ENV_PREFIX}{RENAMED[name].upper()} instead")
         values.update({k: v for k, v in overrides.items() if v is not None})
+        renamed = sorted(set(values) & set(RENAMED))
+        if renamed:
+            raise SettingsError(
+                "renamed setting(s): " + ", ".join(f"{old} is now {RENAMED[old]}" for old in renamed)
+            )
         unknown = sorted(set(values) - known)
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")

@@ -6,51 +6,24 @@ worker dies mid-task (``reject_on_worker_lost``); each worker process takes one 
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_process_init, worker_process_shutdown
 
-from spanqa.runtime import Runtime
 from spanqa.settings import Settings
-
-logger = logging.getLogger(__name__)
-
-QUEUE = "spanqa"
-# Questions go to their own queue, which workers read first: an ask waits for the task in hand, not for the
-# whole ingest backlog.
-ASK_QUEUE = "spanqa.ask"
-DEFAULT_WORKER_QUEUES = f"{ASK_QUEUE},{QUEUE}"
+from workers import names
+from workers.state import WorkerState
+from workers.tasks import register_tasks
 
 
-class WorkerState:
-    """What one worker process keeps between tasks: its settings and its loaded runtime (models, stores)."""
+def create_app(settings: Settings | None = None, state: WorkerState | None = None) -> Celery:
+    """A Celery app for ``settings``; with no broker URL, tasks run inline (eagerly) in the caller.
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._runtime: Runtime | None = None
-
-    @property
-    def runtime(self) -> Runtime:
-        if self._runtime is None:
-            self._runtime = Runtime(self.settings)
-        return self._runtime
-
-    def warm_up(self) -> None:
-        """Load the encoder and open the stores once per process, before the first task."""
-        self.runtime.encoder.warm_up()
-        self.runtime.catalog  # noqa: B018 - opening the catalog creates its tables
-        self.runtime.index  # noqa: B018 - takes the embedded store's lock for this process
-
-    def close(self) -> None:
-        if self._runtime is not None:
-            self._runtime.close()
-            self._runtime = None
-
-
-def create_app(settings: Settings | None = None) -> Celery:
-    """A Celery app for ``settings``; with no broker URL, tasks run inline (eagerly) in the caller."""
+    Args:
+        settings: default: loaded from the environment and ``spanqa.toml``.
+        state: what the tasks run with (default: a new one for ``settings``); its owner closes it.
+    """
     settings = settings or Settings.load()
     app = Celery("spanqa", broker=settings.broker_url or "memory://")
     app.conf.update(
@@ -63,8 +36,8 @@ def create_app(settings: Settings | None = None) -> Celery:
         result_backend=settings.broker_url,
         result_expires=600,
         task_ignore_result=True,
-        task_routes={"spanqa.ask": {"queue": ASK_QUEUE}, "spanqa.search": {"queue": ASK_QUEUE}},
-        task_default_queue=QUEUE,
+        task_routes={task: {"queue": names.ASK_QUEUE} for task in names.ANSWERING_TASKS},
+        task_default_queue=names.QUEUE,
         task_always_eager=settings.broker_url is None,
         task_eager_propagates=True,
         broker_connection_retry_on_startup=True,
@@ -74,23 +47,15 @@ def create_app(settings: Settings | None = None) -> Celery:
             "queue_order_strategy": "priority",
         },
         worker_hijack_root_logger=False,
-        beat_schedule={"sweep": {"task": "spanqa.sweep", "schedule": settings.sweep_interval_s}},
+        beat_schedule={"sweep": {"task": names.SWEEP, "schedule": settings.sweep_interval_s}},
     )
-    state = WorkerState(settings)
-    app.spanqa_state = state
-    from workers.tasks import register_tasks
-
-    register_tasks(app)
+    state = state or WorkerState(settings)
+    register_tasks(app, state)
     if settings.broker_url is not None:
         # Models load once per worker process, before its first task; never per task.
         worker_process_init.connect(lambda **_: state.warm_up(), weak=False)
         worker_process_shutdown.connect(lambda **_: state.close(), weak=False)
     return app
-
-
-def state_of(app: Celery) -> WorkerState:
-    state: WorkerState = app.spanqa_state
-    return state
 
 
 _default: list[Celery] = []

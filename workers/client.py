@@ -1,17 +1,76 @@
-"""Asking through a worker: how a command reaches the process that owns the embedded store."""
+"""How a command reaches the workers: enqueue a job, or ask the process that owns the embedded store.
+
+The CLI (and the server) call these; they never talk to Celery themselves.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
 
+from ingest.catalog import Catalog
+from retriever.index import VectorIndexInUseError
+from spanqa import pipeline
 from spanqa.errors import SpanqaError
+from spanqa.runtime import Runtime
 from spanqa.settings import Settings
+from spanqa.types import Job
+from workers import names
+
+logger = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 2.0
 
 
 class WorkerUnavailableError(SpanqaError):
     """No worker answered, or none answered in time; the message is one line, fit to show to the user."""
+
+
+class BrokerRequiredError(SpanqaError):
+    """Background work was asked for, but no broker is set."""
+
+
+def require_broker(settings: Settings, what: str) -> None:
+    """Raise BrokerRequiredError unless ``settings`` name a broker; ``what`` names the asking command."""
+    if not settings.broker_url:
+        raise BrokerRequiredError(
+            f"{what} needs a broker: set SPANQA_BROKER_URL (e.g. redis://127.0.0.1:6379/0)"
+        )
+
+
+def enqueue(settings: Settings, kind: str, task: str, arguments: dict[str, Any]) -> Job:
+    """Record a job in the catalog and send ``task`` to the workers with the job id, then ``arguments``.
+
+    Args:
+        settings: with ``broker_url`` set.
+        kind: the job's kind as ``spanqa jobs`` shows it (``ingest``, ``reindex``).
+        task: a task name of :mod:`workers.names`.
+        arguments: the task's arguments after the job id, in order (JSON values).
+
+    Returns:
+        The job as recorded (pending).
+    """
+    from workers.app import create_app
+
+    require_broker(settings, "--background")
+    with Catalog(settings.catalog_url) as catalog:
+        job = catalog.create_job(kind, arguments)
+    create_app(settings).tasks[task].delay(job.id, *arguments.values())
+    return job
+
+
+def enqueue_ingest(
+    settings: Settings, paths: Sequence[str], *, prune: bool, include: Sequence[str], exclude: Sequence[str]
+) -> Job:
+    """Enqueue the ingest of ``paths`` (absolute, existing) for the workers."""
+    arguments = {"paths": list(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}
+    return enqueue(settings, "ingest", names.INGEST_PATH, arguments)
+
+
+def enqueue_reindex(settings: Settings, retriever_model: str) -> Job:
+    """Enqueue a blue/green rebuild of the vector collection with ``retriever_model``."""
+    return enqueue(settings, "reindex", names.REINDEX, {"retriever_model": retriever_model})
 
 
 class WorkerClient:
@@ -24,6 +83,7 @@ class WorkerClient:
     def __init__(self, settings: Settings) -> None:
         from workers.app import create_app
 
+        require_broker(settings, "asking a worker")
         self.settings = settings
         self.app = create_app(settings)
         self._seen_worker = False
@@ -54,3 +114,56 @@ class WorkerClient:
                 "large file): ask again, or raise SPANQA_ASK_TIMEOUT_S"
             ) from None
         return data
+
+
+class StoreGateway:
+    """Runs ask and search here, or on the worker that owns the embedded store when one holds it.
+
+    Args:
+        runtime: this process's components; its index is opened to learn whether another process holds it.
+    """
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.on_worker = False
+        self._client: WorkerClient | None = None
+
+    def warm_up_reader(self) -> None:
+        """Load the reader here, unless the questions go to a worker."""
+        if not self._use_worker_if_store_is_held():
+            self.runtime.reader.warm_up()
+
+    def ask(
+        self, question: str, *, passages: int | None, answers: int | None, path_glob: str | None
+    ) -> pipeline.AskResult:
+        """``pipeline.ask`` here or on the worker."""
+        if not self._use_worker_if_store_is_held():
+            return pipeline.ask(
+                self.runtime, question, passages=passages, answers=answers, path_glob=path_glob
+            )
+        return pipeline.AskResult.from_dict(self._call(names.ASK, question, passages, answers, path_glob))
+
+    def search(self, query: str, *, top_k: int, path_glob: str | None) -> pipeline.SearchResult:
+        """``pipeline.search`` here or on the worker."""
+        if not self._use_worker_if_store_is_held():
+            return pipeline.search(self.runtime, query, top_k=top_k, path_glob=path_glob)
+        return pipeline.SearchResult.from_dict(self._call(names.SEARCH, query, top_k, path_glob))
+
+    def _use_worker_if_store_is_held(self) -> bool:
+        if not self.on_worker:
+            try:
+                self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
+            except VectorIndexInUseError as exc:
+                if self.runtime.settings.broker_url is None:
+                    raise
+                logger.info("%s; asking the worker", exc)
+                self.on_worker = True
+        return self.on_worker
+
+    def _call(self, task: str, *args: Any) -> dict[str, Any]:
+        if self._client is None:
+            self._client = WorkerClient(self.runtime.settings)
+        try:
+            return self._client.call(task, *args)
+        except WorkerUnavailableError as exc:
+            raise WorkerUnavailableError(f"the vector store is held by another process and {exc}") from exc

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,8 @@ from celery import Celery, Task
 from ingest.catalog import document_id_for
 from ingest.job import FAILED, PathNotFoundError
 from ingest.walk import FoundFile
-
-logger = logging.getLogger(__name__)
+from workers import names
+from workers.state import WorkerState
 
 
 def transient_errors() -> tuple[type[BaseException], ...]:
@@ -34,10 +33,8 @@ def transient_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-def register_tasks(app: Celery) -> None:
-    """Define the tasks on ``app`` (named ``spanqa.*``)."""
-    from workers.app import state_of
-
+def register_tasks(app: Celery, state: WorkerState) -> None:
+    """Define the tasks (named in :mod:`workers.names`) on ``app``; they run with ``state``'s runtime."""
     retry = {
         "shared": False,
         "autoretry_for": transient_errors(),
@@ -47,7 +44,7 @@ def register_tasks(app: Celery) -> None:
         "max_retries": 8,
     }
 
-    @app.task(name="spanqa.ingest_path", bind=True, **retry)
+    @app.task(name=names.INGEST_PATH, bind=True, **retry)
     def ingest_path(
         self: Task,
         job_id: str,
@@ -57,7 +54,7 @@ def register_tasks(app: Celery) -> None:
         exclude: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Find the files under ``paths`` and fan out one ``ingest_file`` task per file."""
-        runtime = state_of(app).runtime
+        runtime = state.runtime
         job = runtime.ingest_job()
         try:
             found = job.discover(paths, include=include, exclude=exclude)
@@ -73,11 +70,11 @@ def register_tasks(app: Celery) -> None:
             runtime.catalog.update_job(job_id, state="done")
         return {"files": len(found)}
 
-    @app.task(name="spanqa.ingest_file", bind=True, **retry)
+    @app.task(name=names.INGEST_FILE, bind=True, **retry)
     def ingest_file(self: Task, job_id: str | None, path: str, root: str) -> dict[str, Any]:
         """Ingest one file; a second delivery of the same file finds it unchanged and does nothing."""
-        runtime = state_of(app).runtime
-        with document_lock(app, document_id_for(path)) as acquired:
+        runtime = state.runtime
+        with document_lock(app, document_id_for(path), state.settings.document_lock_timeout_s) as acquired:
             if not acquired:
                 raise self.retry(countdown=5, max_retries=60)
             report = runtime.ingest_job().run_found([FoundFile(path=Path(path), root=Path(root))])
@@ -87,20 +84,20 @@ def register_tasks(app: Celery) -> None:
             runtime.catalog.advance_job(job_id, done=0 if failed else 1, failed=1 if failed else 0)
         return {"path": path, "status": outcome.status if outcome else "skipped"}
 
-    @app.task(name="spanqa.delete_document", bind=True, **retry)
+    @app.task(name=names.DELETE_DOCUMENT, bind=True, **retry)
     def delete_document(self: Task, document_id: str) -> None:
         """Drop a document's points and mark it deleted (deleting twice is harmless)."""
-        runtime = state_of(app).runtime
-        with document_lock(app, document_id):
+        runtime = state.runtime
+        with document_lock(app, document_id, state.settings.document_lock_timeout_s):
             runtime.ingest_job().remove_document(document_id)
 
-    @app.task(name="spanqa.reindex", bind=True, **retry)
+    @app.task(name=names.REINDEX, bind=True, **retry)
     def reindex(self: Task, job_id: str | None, retriever_model: str | None = None) -> dict[str, Any]:
         """Blue/green rebuild of the vector collection from the catalog."""
         from ingest.reindex import reindex as run_reindex
         from retriever.encoder import SentenceEncoder
 
-        runtime = state_of(app).runtime
+        runtime = state.runtime
         encoder = runtime.encoder
         if retriever_model and retriever_model != encoder.model_name:
             encoder = SentenceEncoder.from_settings(runtime.settings.replace(retriever_model=retriever_model))
@@ -118,7 +115,7 @@ def register_tasks(app: Celery) -> None:
             runtime.catalog.update_job(job_id, state="done", done=report.chunks)
         return {"collection": report.current.collection, "chunks": report.chunks}
 
-    @app.task(name="spanqa.ask", shared=False, ignore_result=False, acks_late=False)
+    @app.task(name=names.ASK, shared=False, ignore_result=False, acks_late=False)
     def ask(
         question: str, passages: int | None = None, answers: int | None = None, path_glob: str | None = None
     ) -> dict[str, Any]:
@@ -128,22 +125,22 @@ def register_tasks(app: Celery) -> None:
         """
         from spanqa import pipeline
 
-        runtime = state_of(app).runtime
+        runtime = state.runtime
         result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
         return result.to_dict()
 
-    @app.task(name="spanqa.search", shared=False, ignore_result=False, acks_late=False)
+    @app.task(name=names.SEARCH, shared=False, ignore_result=False, acks_late=False)
     def search(query: str, top_k: int = 10, path_glob: str | None = None) -> dict[str, Any]:
         """Retriever-only search on the worker that owns the embedded store."""
         from spanqa import pipeline
 
-        result = pipeline.search(state_of(app).runtime, query, top_k=top_k, path_glob=path_glob)
+        result = pipeline.search(state.runtime, query, top_k=top_k, path_glob=path_glob)
         return result.to_dict()
 
-    @app.task(name="spanqa.sweep", bind=True, **retry)
+    @app.task(name=names.SWEEP, bind=True, **retry)
     def sweep(self: Task) -> int:
         """Re-scan every watched folder: new and changed files are ingested, vanished ones pruned."""
-        runtime = state_of(app).runtime
+        runtime = state.runtime
         folders = runtime.catalog.watched_folders()
         for folder in folders:
             job = runtime.catalog.create_job("sweep", folder)
@@ -152,20 +149,20 @@ def register_tasks(app: Celery) -> None:
 
 
 @contextlib.contextmanager
-def document_lock(app: Celery, document_id: str) -> Iterator[bool]:
-    """A Redis lock per document so two workers never index one document at once (a no-op inline)."""
+def document_lock(app: Celery, document_id: str, timeout_s: float) -> Iterator[bool]:
+    """A Redis lock per document so two workers never index one document at once (a no-op inline).
+
+    The lock expires after ``timeout_s`` on its own, so a worker killed while holding it blocks the document
+    only for a while.
+    """
     broker = app.conf.broker_url or ""
     if app.conf.task_always_eager or not broker.startswith(("redis://", "rediss://")):
         yield True
         return
     import redis
 
-    from workers.app import state_of
-
     client = redis.Redis.from_url(broker)
-    # The lock expires on its own, so a worker killed while holding it blocks the document only for a while.
-    timeout = state_of(app).settings.document_lock_timeout_s
-    lock = client.lock(f"spanqa:lock:document:{document_id}", timeout=timeout, blocking_timeout=10)
+    lock = client.lock(f"{names.DOCUMENT_LOCK_PREFIX}{document_id}", timeout=timeout_s, blocking_timeout=10)
     acquired = lock.acquire()
     try:
         yield bool(acquired)

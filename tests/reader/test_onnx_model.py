@@ -26,7 +26,7 @@ def test_onnx_reader_gives_torch_logits_and_answers(
     model_fixture: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     folder: Path = request.getfixturevalue(model_fixture)
-    settings = {"max_seq_len": 128, "doc_stride": 32, "batch_size": 4}
+    settings = {"max_seq_length": 128, "stride": 32, "batch_size": 4}
     on_onnx = ExtractiveReader(
         model=str(folder), backend="onnx", cache_dir=tmp_path, precision="fp32", **settings
     )
@@ -35,7 +35,7 @@ def test_onnx_reader_gives_torch_logits_and_answers(
     on_torch.warm_up()
     assert isinstance(on_onnx._model, OnnxSpanModel)
     assert not isinstance(on_torch._model, OnnxSpanModel)
-    windows = make_windows(on_torch.tokenizer, QUESTION, PASSAGES, max_seq_len=128, doc_stride=32)
+    windows = make_windows(on_torch.tokenizer, QUESTION, PASSAGES, max_seq_length=128, stride=32)
     assert len(windows) > len(PASSAGES)  # the long passage spans several windows
     for (s1, e1), (s2, e2) in zip(
         run_windows(on_onnx._model, on_onnx.tokenizer, windows, batch_size=4),

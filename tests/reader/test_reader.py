@@ -20,7 +20,7 @@ def tiny_reader(request: pytest.FixtureRequest) -> ExtractiveReader:
     directory = request.getfixturevalue(f"tiny_qa_{request.param}_dir")
     # Small windows so that passages of a few dozen words span several windows.
     reader = ExtractiveReader(
-        model=str(directory), max_seq_len=48, doc_stride=16, max_question_tokens=12, top_k=20
+        model=str(directory), max_seq_length=48, stride=16, max_question_tokens=12, top_k=20
     )
     reader.warm_up()
     return reader
@@ -101,7 +101,7 @@ def test_batch_size_zero_picks_one_window_per_pass_on_cpu(tiny_qa_bert_dir: Path
 def test_answers_do_not_depend_on_the_batch_size(tiny_qa_bert_dir: Path) -> None:
     passages = ["Denver beat Carolina in Santa Clara. " * 9, "short", "Levi's Stadium hosted the game. " * 4]
     results = [
-        ExtractiveReader(model=str(tiny_qa_bert_dir), max_seq_len=48, doc_stride=16, batch_size=size).run(
+        ExtractiveReader(model=str(tiny_qa_bert_dir), max_seq_length=48, stride=16, batch_size=size).run(
             "Who won the game?", passages
         )
         for size in (1, 3)

@@ -28,7 +28,7 @@ def _mean_loss(model_dir: Path, config: TrainConfig) -> float:
     features = featurize(
         tokenizer,
         load_squad(config.train_file),
-        max_seq_len=config.max_seq_len,
+        max_seq_length=config.max_seq_length,
         stride=config.stride,
         max_question_tokens=config.max_question_tokens,
     )
@@ -43,7 +43,7 @@ def config(tmp_path: Path, tiny_qa_bert_dir: Path) -> TrainConfig:
         train_file=str(FIXTURE),
         init=str(tiny_qa_bert_dir),
         out_dir=str(tmp_path / "run"),
-        max_seq_len=128,
+        max_seq_length=128,
         stride=32,
         batch_size=8,
         lr=3e-3,
@@ -109,7 +109,7 @@ def test_answers_map_to_tokens_and_unanswerable_to_cls(tiny_qa_bert_dir: Path) -
     for n in negatives:
         original = next(e for e in examples if e.id == n.id.removesuffix("-unanswerable"))
         assert not any(a.text.lower() in n.context.lower() for a in original.answers)
-    features = featurize(tokenizer, examples, max_seq_len=384, stride=128, max_question_tokens=64)
+    features = featurize(tokenizer, examples, max_seq_length=384, stride=128, max_question_tokens=64)
     for i, ex in enumerate(examples):  # one window each at 384 tokens
         encoded = tokenizer(ex.question, ex.context, return_offsets_mapping=True)
         s, e = features.start_positions[i], features.end_positions[i]
@@ -117,7 +117,7 @@ def test_answers_map_to_tokens_and_unanswerable_to_cls(tiny_qa_bert_dir: Path) -
         end_char = encoded["offset_mapping"][e][1]
         answer = ex.answers[0]
         assert start_char <= answer.start and end_char >= answer.start + len(answer.text)
-    neg_features = featurize(tokenizer, negatives, max_seq_len=384, stride=128, max_question_tokens=64)
+    neg_features = featurize(tokenizer, negatives, max_seq_length=384, stride=128, max_question_tokens=64)
     assert set(neg_features.start_positions) == {0} and set(neg_features.end_positions) == {0}
 
 
@@ -143,7 +143,7 @@ def test_cli_train_without_a_terminal_logs_progress_lines(
     training_logger = logging.getLogger("reader.training")
     level = training_logger.level
     args = ["reader", "train", "--train", config.train_file, "--init", config.init, "--out", config.out_dir]
-    args += ["--max-seq-len", "128", "--stride", "32", "--batch-size", "8"]
+    args += ["--max-seq-length", "128", "--stride", "32", "--batch-size", "8"]
     args += ["--max-steps", "20", "--save-every", "20"]
     try:
         result = CliRunner().invoke(main, args)

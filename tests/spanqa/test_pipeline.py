@@ -93,8 +93,8 @@ def test_ask_result_survives_a_json_round_trip() -> None:
 
 
 def test_worker_command_reads_questions_first() -> None:
-    from spanqa.cli import worker
-    from workers.app import DEFAULT_WORKER_QUEUES
+    from spanqa.cli.workers import worker
+    from workers.names import DEFAULT_WORKER_QUEUES
 
     queues = next(p for p in worker.params if p.name == "queues")
     assert queues.default == DEFAULT_WORKER_QUEUES

@@ -10,7 +10,8 @@ from ingest.catalog import Catalog
 from spanqa.cli import main
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
-from workers.app import create_app, state_of
+from workers.app import create_app
+from workers.state import WorkerState
 
 
 def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -> None:
@@ -18,7 +19,8 @@ def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -
     docs.mkdir()
     (docs / "a.txt").write_text("The Denver Broncos won Super Bowl 50 in Santa Clara. " * 10)
     (docs / "b.txt").write_text("Warsaw is the capital of Poland. " * 10)
-    app = create_app(settings)
+    state = WorkerState(settings)
+    app = create_app(settings, state)
     assert app.conf.task_always_eager
     catalog = Catalog(settings.catalog_url)
     try:
@@ -42,7 +44,7 @@ def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -
         assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.INDEXED)] == ["a.txt"]
         assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.DELETED)] == ["b.txt"]
     finally:
-        state_of(app).close()
+        state.close()
         catalog.close()
 
 

@@ -1,0 +1,3 @@
+from spanqa.cli.root import main
+
+main()

@@ -1,0 +1,121 @@
+"""``spanqa status``, ``doctor`` and ``db``: where data lives, and keeping catalog and index in step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from spanqa.cli._errors import friendly_errors, settings_from
+from spanqa.cli._output import console, print_json
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Documents, chunks, failed files, index version, models and where data lives."""
+    from ingest.catalog import Catalog
+    from spanqa.errors import redact_url
+
+    settings = settings_from(ctx)
+    with Catalog(settings.catalog_url) as catalog:
+        counts = catalog.counts()
+        active = catalog.active_index()
+        failed = [d for d in catalog.list_documents() if d.error]
+        catalog_url = catalog.safe_url
+    documents = {k: v for k, v in counts.items() if k != "chunks"}
+    failed_files = [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed]
+    data: dict[str, Any] = {
+        "documents": documents,
+        "chunks": counts["chunks"],
+        "failed_files": failed_files,
+        "index": None
+        if active is None
+        else {
+            "collection": active.collection,
+            "model": active.model_name,
+            "dimension": active.dimension,
+            "version": active.id,
+        },
+        "retriever_model": settings.retriever_model,
+        "reader_model": settings.reader_model,
+        "catalog": catalog_url,
+        "vector_store": redact_url(settings.qdrant_url)
+        if settings.qdrant_url
+        else str(settings.qdrant_path.absolute()),
+        "data_dir": str(settings.data_dir.absolute()),
+    }
+    if as_json:
+        print_json(data)
+        return
+    out = console()
+    out.print(
+        f"documents     {documents['indexed']} indexed, {documents['failed']} failed, "
+        f"{documents['deleted']} deleted"
+    )
+    out.print(f"chunks        {data['chunks']}")
+    if active is None:
+        out.print("index         none yet (run `spanqa ingest PATH`)")
+    else:
+        out.print(
+            f"index         v{active.id} {active.collection} ({active.model_name}, {active.dimension}-d)"
+        )
+    out.print(f"retriever     {settings.retriever_model}")
+    out.print(f"reader        {settings.reader_model}")
+    out.print(f"catalog       {data['catalog']}")
+    out.print(f"vector store  {data['vector_store']}")
+    for item in failed_files:
+        out.print(f"  [red]{item['status']}[/red] {item['path']}: {item['error']}", markup=True)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+@friendly_errors
+def doctor(ctx: click.Context, as_json: bool) -> None:
+    """Put the vector index back in step with the catalog (after a crash or an interrupted rebuild)."""
+    from spanqa.runtime import Runtime
+
+    with Runtime(settings_from(ctx)) as runtime:
+        job = runtime.ingest_job()
+        removed = job.remove_orphans()
+        restored = job.restore_missing()
+    if as_json:
+        print_json({"orphans_removed": removed, "missing_restored": restored})
+    elif removed or restored:
+        click.echo(f"removed {removed} orphan points, restored {restored} missing points")
+    else:
+        click.echo("index and catalog agree")
+
+
+@click.group("db")
+def db_group() -> None:
+    """The catalog database's schema."""
+
+
+@db_group.command("upgrade")
+@click.option("--json", "as_json", is_flag=True, help="Print the revisions as JSON.")
+@click.pass_context
+@friendly_errors
+def db_upgrade(ctx: click.Context, as_json: bool) -> None:
+    """Bring the catalog's schema to this version's (it also happens on first use)."""
+    from ingest.db import display_url, make_engine
+    from ingest.migrations import current_revision, head_revision, upgrade
+
+    url = settings_from(ctx).catalog_url
+    engine = make_engine(url)
+    try:
+        before = current_revision(engine)
+        upgrade(engine)
+        after = current_revision(engine)
+    finally:
+        engine.dispose()
+    shown = display_url(url)
+    if as_json:
+        print_json({"catalog": shown, "from": before, "to": after, "head": head_revision()})
+    elif before == after:
+        click.echo(f"catalog {shown} is up to date (revision {after})")
+    else:
+        click.echo(f"catalog {shown} upgraded from {before or 'empty'} to {after}")

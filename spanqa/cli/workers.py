@@ -1,0 +1,157 @@
+"""``spanqa worker``, ``beat``, ``watch`` and ``jobs``: background work and how to follow it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._output import job_dict, print_json, progress_bar
+from workers.names import DEFAULT_WORKER_QUEUES
+
+if TYPE_CHECKING:
+    from ingest.catalog import Catalog
+    from spanqa.types import Job
+
+# How often `jobs --watch` looks at the job again.
+FOLLOW_POLL_S = 0.5
+
+
+@click.command()
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, help="Worker processes."
+)
+@click.option(
+    "--queues",
+    default=DEFAULT_WORKER_QUEUES,
+    show_default=True,
+    help="Comma-separated queues to consume, in priority order.",
+)
+@click.option("--loglevel", default="INFO", show_default=True)
+@click.pass_context
+@friendly_errors
+def worker(ctx: click.Context, concurrency: int, queues: str, loglevel: str) -> None:
+    """Run Celery workers that ingest, delete and re-index in the background."""
+    from workers.app import create_app
+    from workers.client import require_broker
+
+    settings = settings_from(ctx)
+    require_broker(settings, "spanqa worker")
+    if settings.qdrant_url is None and concurrency > 1:
+        raise UserError(
+            "the embedded vector store allows one process: use --concurrency 1, "
+            "or set SPANQA_QDRANT_URL to a Qdrant server"
+        )
+    app = create_app(settings)
+    app.worker_main(["worker", f"--concurrency={concurrency}", "-Q", queues, f"--loglevel={loglevel}"])
+
+
+@click.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+@click.pass_context
+@friendly_errors
+def beat(ctx: click.Context, loglevel: str) -> None:
+    """Run the scheduler that sweeps watched folders every sweep_interval_s seconds."""
+    from workers.app import create_app
+    from workers.client import require_broker
+
+    settings = settings_from(ctx)
+    require_broker(settings, "spanqa beat")
+    create_app(settings).Beat(loglevel=loglevel).run()
+
+
+@click.command()
+@click.argument("path", required=False)
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@click.option("--remove", is_flag=True, help="Stop watching PATH.")
+@click.option("--json", "as_json", is_flag=True, help="Print the watched folders as JSON.")
+@click.pass_context
+@friendly_errors
+def watch(
+    ctx: click.Context,
+    path: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    remove: bool,
+    as_json: bool,
+) -> None:
+    """Register PATH for the sweeper (`spanqa beat`); with no PATH, list the watched folders."""
+    from ingest.catalog import Catalog
+
+    with Catalog(settings_from(ctx).catalog_url) as catalog:
+        if path is not None:
+            folder = Path(path).expanduser().absolute()
+            if remove:
+                if not catalog.unwatch_folder(str(folder)):
+                    raise UserError(f"not watched: {folder}")
+                click.echo(f"stopped watching {folder}")
+                return
+            if not folder.is_dir():
+                raise UserError(f"not a folder: {path}")
+            catalog.watch_folder(str(folder), include=include, exclude=exclude)
+            click.echo(f"watching {folder}")
+            return
+        folders = catalog.watched_folders()
+    if as_json:
+        print_json(folders)
+    elif not folders:
+        click.echo("no watched folders")
+    else:
+        for item in folders:
+            click.echo(item["path"])
+
+
+@click.command()
+@click.argument("job_id", required=False)
+@click.option(
+    "--watch", "follow", is_flag=True, help="Follow the job with a live progress bar until it ends."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@friendly_errors
+def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:
+    """Show background jobs (or one job) with state and progress."""
+    from ingest.catalog import Catalog
+
+    with Catalog(settings_from(ctx).catalog_url) as catalog:
+        if job_id is None:
+            listed = catalog.list_jobs()
+            if as_json:
+                print_json([job_dict(j) for j in listed])
+            elif not listed:
+                click.echo("no jobs")
+            else:
+                for j in listed:
+                    click.echo(
+                        f"{j.id}  {j.kind:<8} {j.state:<8} {j.done + j.failed}/{j.total} ({j.failed} failed)"
+                    )
+            return
+        job = catalog.get_job(job_id)
+        if job is None:
+            raise UserError(f"no job {job_id} (see `spanqa jobs`)")
+        if follow:
+            job = _follow(catalog, job)
+    if as_json:
+        print_json(job_dict(job))
+    else:
+        click.echo(
+            f"{job.id}  {job.kind} {job.state}: {job.done} done, {job.failed} failed of {job.total}"
+            + (f" ({job.error})" if job.error else "")
+        )
+
+
+def _follow(catalog: Catalog, job: Job) -> Job:
+    with progress_bar(job.kind, fields=("{task.fields[state]}",)) as progress:
+        task = progress.add_task(job.kind, total=job.total or None, state=job.state)
+        while job.state in {"pending", "running"}:
+            progress.update(task, total=job.total or None, completed=job.done + job.failed, state=job.state)
+            time.sleep(FOLLOW_POLL_S)
+            latest = catalog.get_job(job.id)
+            if latest is None:  # removed while followed
+                break
+            job = latest
+    return job
