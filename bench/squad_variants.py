@@ -25,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import SQUAD_DEV, emit_results, machine
+from reader.answers import AnswerBuilder, read_passages
 from reader.squad import evaluate_predictions, load_squad
 from spanqa import pipeline
 from spanqa.evaluation import RECALL_AT, contains_answer, recall_at, sample_questions, write_articles
@@ -102,15 +103,12 @@ def main() -> None:
                 for k, ok in recall_at(hits).items():
                     recalls[variant][k] += int(ok)
                 read = found.passages[: args.passages]
-                result = pipeline.read_passages(runtime.reader, ex.question, read)
+                result = read_passages(runtime.reader, ex.question, read)
                 for weight in weights:
-                    picked = pipeline.pick_answers(
-                        result,
-                        read,
-                        retriever_weight=weight,
-                        no_answer_threshold=settings.no_answer_threshold,
-                        answers=1,
+                    builder = AnswerBuilder(
+                        retriever_weight=weight, no_answer_threshold=settings.no_answer_threshold, answers=1
                     )
+                    picked = builder.run(result, read)
                     predictions[f"{variant}@{weight}"][ex.id] = picked[0].text if picked else ""
             if number % 50 == 0:
                 print(f"asked {number}/{len(questions)}", file=sys.stderr)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,8 +34,6 @@ from ingest.db import CatalogError, display_url, lock_key, make_engine
 from ingest.migrations import upgrade
 from spanqa.errors import first_line
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
-
-logger = logging.getLogger(__name__)
 
 DOCUMENT_ID_NAMESPACE = uuid.UUID("0b8f6d1e-3f0e-4a57-8f5c-5a4f2f7b9a11")
 

@@ -4,19 +4,14 @@ counted with the retriever's own tokenizer."""
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ingest.loaders import NAVIGATION, NON_CONTENT_KINDS, ROW, TERM, TEXT, Block
 from spanqa.settings import Settings
+from spanqa.text import append_stripped, sentence_spans
 from spanqa.types import page_at
-
-# A sentence ends after . ! ? (or their unicode cousins), optional closing quotes/brackets, then whitespace;
-# a blank line always ends one.
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])([\"'”’)\]]*)\s+|\n\s*\n")
-
 
 HEADING_SEPARATOR = " > "
 """Joins the titles of a heading path into the one line a chunk records (``Memory > work_mem (integer)``)."""
@@ -37,27 +32,6 @@ class ChunkSpan:
     heading: str = ""
     segments: tuple[tuple[int, int], ...] = ()
     title: tuple[int, int] | None = None
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Sentences of ``text`` as [start, end) spans without surrounding whitespace."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        closers = match.group(1) or ""
-        _append_stripped(text, start, match.start() + len(closers), spans)
-        start = match.end()
-    _append_stripped(text, start, len(text), spans)
-    return spans
-
-
-def _append_stripped(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        out.append((start, end))
 
 
 def _units(
@@ -98,7 +72,7 @@ def _units(
             cuts = [s] + [s + offsets[t][0] for t in range(piece_tokens, n, piece_tokens)] + [e]
             for index, (p_start, p_end) in enumerate(itertools.pairwise(cuts)):
                 before = len(units)
-                _append_stripped(text, p_start, p_end, units)
+                append_stripped(text, p_start, p_end, units)
                 if len(units) > before:
                     counts.append(len(offsets[index * piece_tokens : (index + 1) * piece_tokens]) or 1)
                     owner.append(sentence_owner[offset + position])

@@ -6,7 +6,6 @@ that for commands that never read.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from spanqa.settings import DEFAULT_READER_MODEL
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-logger = logging.getLogger(__name__)
 
 SHIPPED_MODELS_DIR = Path(__file__).resolve().parent / "models"
 

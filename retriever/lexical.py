@@ -14,7 +14,6 @@ exactly finds it, and one that names its words finds it too. Plain words are low
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import zlib
@@ -23,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from spanqa.scoring import min_max
 
 #: BM25's term-frequency saturation and length normalization (the usual values).
 BM25_K1 = 1.2
@@ -147,16 +148,6 @@ def reciprocal_rank_fusion(
         for rank, item in enumerate(ranking, start=1):
             fused[item] = fused.get(item, 0.0) + weight / (k + rank)
     return fused
-
-
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """Scores scaled to [0, 1] over the given ids (all 1.0 when they are equal)."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if not math.isfinite(high - low) or high - low <= 0:
-        return dict.fromkeys(scores, 1.0)
-    return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
 def weighted_score_fusion(

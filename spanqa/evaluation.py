@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -19,8 +18,6 @@ from typing import Any
 from reader.squad import SquadExample, evaluate_predictions, load_squad, normalize_answer
 from spanqa import pipeline
 from spanqa.runtime import Runtime
-
-logger = logging.getLogger(__name__)
 
 RECALL_AT = (1, 5, 10, 20)
 

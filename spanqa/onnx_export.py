@@ -8,14 +8,11 @@ fingerprint of the weights, so a changed model is never served from a stale expo
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-logger = logging.getLogger(__name__)
 
 ONNX_OPSET = 17
 # Part of every export's fingerprint: a change to how models are exported makes new exports, never a mix.

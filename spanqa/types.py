@@ -83,7 +83,7 @@ class Chunk:
     @property
     def search_text(self) -> str:
         """What the retriever indexes: the heading path, the entry's title, then the text."""
-        return with_heading(self.heading, with_heading(self.title, self.text))
+        return prefixed(self.heading, self.title, self.text).text
 
     @staticmethod
     def make_id(document_id: str, ordinal: int, text: str) -> str:
@@ -92,9 +92,22 @@ class Chunk:
         return str(uuid.uuid5(CHUNK_ID_NAMESPACE, f"{document_id}:{ordinal}:{digest}"))
 
 
-def with_heading(heading: str, text: str) -> str:
-    """A chunk's text behind its heading path (what the retriever indexes and the reader reads)."""
-    return f"{heading}\n{text}" if heading else text
+@dataclass(frozen=True)
+class Prefixed:
+    """A passage's text behind its heading path and its entry's title, one per line."""
+
+    text: str
+    title_start: int
+    """Where the title begins in ``text`` (where the passage's own text begins when it has no title)."""
+    body_start: int
+    """Where the passage's own text begins in ``text``."""
+
+
+def prefixed(heading: str, title: str, body: str) -> Prefixed:
+    """The heading path, the entry's title, then the text: what the retriever indexes and the reader reads."""
+    head = f"{heading}\n" if heading else ""
+    entry = f"{title}\n" if title else ""
+    return Prefixed(head + entry + body, len(head), len(head) + len(entry))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
@@ -174,6 +174,18 @@ class VectorIndex(Protocol):
     def close(self) -> None:
         """Release the store (the embedded store's lock, a server's connections); safe to call twice."""
         ...
+
+
+def ranked_hits(points: Iterable[Any], *, positive_only: bool = False) -> list[SearchHit]:
+    """Search hits, best first, from a backend's scored points (anything with ``id``, ``score``, ``payload``);
+    ``positive_only`` drops points that share no term with a lexical query."""
+    hits = [
+        SearchHit(str(p.id), float(p.score), dict(p.payload or {}))
+        for p in points
+        if not positive_only or p.score > 0
+    ]
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return hits
 
 
 class ClosingIndex:

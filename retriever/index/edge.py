@@ -31,6 +31,7 @@ from retriever.index.base import (
     check_dimension,
     normalize_id,
     prepare_points,
+    ranked_hits,
     request_batches,
     slices,
     to_floats,
@@ -189,12 +190,7 @@ class EdgeVectorIndex(ClosingIndex):
     # -- VectorIndex --------------------------------------------------------------------------------------
 
     def ensure_collection(self, name: str, dimension: int) -> None:
-        """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension.
-
-        Args:
-            name: Collection name.
-            dimension: Vector dimension.
-        """
+        """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension."""
         self._check_open()
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
@@ -249,23 +245,12 @@ class EdgeVectorIndex(ClosingIndex):
             logger.info("created collection %s (%d-d, cosine) in %s", name, dimension, self.path)
 
     def has_collection(self, name: str) -> bool:
-        """Whether collection ``name`` exists.
-
-        Args:
-            name: Collection name.
-
-        Returns:
-            True if it exists.
-        """
+        """Whether collection ``name`` exists."""
         self._check_open()
         return name in self._shards or (self._collection_dir(name) / EDGE_CONFIG_FILE).is_file()
 
     def list_collections(self) -> list[str]:
-        """All collections in the store, sorted.
-
-        Returns:
-            Collection names.
-        """
+        """All collections in the store, sorted."""
         self._check_open()
         return sorted(
             entry.name
@@ -274,12 +259,7 @@ class EdgeVectorIndex(ClosingIndex):
         )
 
     def set_alias(self, alias: str, collection: str) -> None:
-        """Point ``alias`` at ``collection`` (kept in a small JSON file, replaced atomically).
-
-        Args:
-            alias: Alias name.
-            collection: An existing collection.
-        """
+        """Point ``alias`` at ``collection`` (kept in a small JSON file, replaced atomically)."""
         self._check_open()
         if not self.has_collection(collection):
             raise VectorIndexError(f"collection '{collection}' does not exist in {self.path}")
@@ -302,11 +282,7 @@ class EdgeVectorIndex(ClosingIndex):
         return data
 
     def drop_collection(self, name: str) -> None:
-        """Delete collection ``name`` and its files; no error if it does not exist.
-
-        Args:
-            name: Collection name.
-        """
+        """Delete collection ``name`` and its files; no error if it does not exist."""
         self._check_open()
         with self._mutex:
             directory = self._collection_dir(name)
@@ -321,12 +297,7 @@ class EdgeVectorIndex(ClosingIndex):
                 logger.info("dropped collection %s from %s", name, self.path)
 
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
-        """Insert or replace points (by id); they are searchable when this returns.
-
-        Args:
-            name: Collection name.
-            points: Points to store.
-        """
+        """Insert or replace points (by id); they are searchable when this returns."""
         shard = self._shard(name)
         prepared, sizes = prepare_points(name, points, self._dimensions.get(name))
         q = self._q
@@ -349,12 +320,7 @@ class EdgeVectorIndex(ClosingIndex):
                 raise self._edge_error(exc, name, "upsert into") from None
 
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
-        """Delete points by id (unknown ids are ignored).
-
-        Args:
-            name: Collection name.
-            ids: Point ids.
-        """
+        """Delete points by id (unknown ids are ignored)."""
         shard = self._shard(name)
         normalized = sorted({normalize_id(point_id) for point_id in ids})
         for batch in slices(normalized, MAX_BATCH_POINTS):
@@ -364,12 +330,7 @@ class EdgeVectorIndex(ClosingIndex):
                 raise self._edge_error(exc, name, "delete from") from None
 
     def delete_document(self, name: str, document_id: str) -> None:
-        """Delete every point whose payload ``document_id`` is ``document_id``.
-
-        Args:
-            name: Collection name.
-            document_id: The document's id.
-        """
+        """Delete every point whose payload ``document_id`` is ``document_id``."""
         shard = self._shard(name)
         try:
             shard.update(
@@ -383,17 +344,7 @@ class EdgeVectorIndex(ClosingIndex):
     def search(
         self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
-        """The ``limit`` points nearest to ``vector`` (cosine), best first.
-
-        Args:
-            name: Collection name.
-            vector: Query vector.
-            limit: Maximum number of hits.
-            filter: Optional restriction to documents/paths.
-
-        Returns:
-            Hits sorted by descending score.
-        """
+        """The ``limit`` points nearest to ``vector`` (cosine), best first."""
         shard = self._shard(name)
         query = to_floats(vector)
         check_dimension(name, query, self._dimensions.get(name), "query vector")
@@ -411,24 +362,12 @@ class EdgeVectorIndex(ClosingIndex):
             results = shard.query(request)
         except Exception as exc:
             raise self._edge_error(exc, name, "search") from None
-        hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits
+        return ranked_hits(results)
 
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
-        """The ``limit`` points whose BM25 score for the query's terms is highest, best first.
-
-        Args:
-            name: Collection name.
-            query: The query's terms (``Bm25Encoder.query``).
-            limit: Maximum number of hits.
-            filter: Optional restriction to documents/paths.
-
-        Returns:
-            Hits with a positive score, sorted by descending score ([] for a collection without terms).
-        """
+        """The ``limit`` points whose BM25 score for the query's terms is highest, best first."""
         shard = self._shard(name)
         if limit <= 0 or not query.indices or (filter is not None and filter.matches_nothing()):
             return []
@@ -446,19 +385,10 @@ class EdgeVectorIndex(ClosingIndex):
             results = shard.query(request)
         except Exception as exc:
             raise self._edge_error(exc, name, "search") from None
-        hits = [SearchHit(str(r.id), float(r.score), dict(r.payload or {})) for r in results if r.score > 0]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits
+        return ranked_hits(results, positive_only=True)
 
     def has_lexical(self, name: str) -> bool:
-        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not).
-
-        Args:
-            name: Collection name.
-
-        Returns:
-            True if its points can carry a lexical vector.
-        """
+        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not)."""
         self._shard(name)
         cached = self._lexical.get(name)
         if cached is None:
@@ -472,15 +402,7 @@ class EdgeVectorIndex(ClosingIndex):
         return cached
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
-        """The exact number of points, optionally of one document.
-
-        Args:
-            name: Collection name.
-            document_id: Count only this document's points.
-
-        Returns:
-            The number of points.
-        """
+        """The exact number of points, optionally of one document."""
         shard = self._shard(name)
         q = self._q
         point_filter = self._filter(SearchFilter.of_document(document_id))
@@ -490,15 +412,7 @@ class EdgeVectorIndex(ClosingIndex):
             raise self._edge_error(exc, name, "count points in") from None
 
     def point_ids(self, name: str, *, document_id: str | None = None) -> set[str]:
-        """Every point id, optionally of one document (scrolls the whole collection).
-
-        Args:
-            name: Collection name.
-            document_id: Only this document's points.
-
-        Returns:
-            The set of point ids.
-        """
+        """Every point id, optionally of one document (scrolls the whole collection)."""
         shard = self._shard(name)
         q = self._q
         point_filter = self._filter(SearchFilter.of_document(document_id))

@@ -27,6 +27,7 @@ from retriever.index.base import (
     check_dimension,
     normalize_id,
     prepare_points,
+    ranked_hits,
     request_batches,
     slices,
     to_floats,
@@ -188,12 +189,7 @@ class ServerVectorIndex(ClosingIndex):
     # -- VectorIndex --------------------------------------------------------------------------------------
 
     def ensure_collection(self, name: str, dimension: int) -> None:
-        """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension.
-
-        Args:
-            name: Collection name.
-            dimension: Vector dimension.
-        """
+        """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension."""
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         m = self._models
@@ -241,32 +237,16 @@ class ServerVectorIndex(ClosingIndex):
             self._lexical.pop(name, None)
 
     def has_collection(self, name: str) -> bool:
-        """Whether collection ``name`` exists.
-
-        Args:
-            name: Collection name.
-
-        Returns:
-            True if it exists.
-        """
+        """Whether collection ``name`` exists."""
         return bool(self._call("look up", name, lambda: self._client.collection_exists(name)))
 
     def list_collections(self) -> list[str]:
-        """All collections on the server, sorted.
-
-        Returns:
-            Collection names.
-        """
+        """All collections on the server, sorted."""
         response = self._call("list collections on", None, self._client.get_collections)
         return sorted(collection.name for collection in response.collections)
 
     def set_alias(self, alias: str, collection: str) -> None:
-        """Point ``alias`` at ``collection`` in one atomic alias update on the server.
-
-        Args:
-            alias: Alias name.
-            collection: An existing collection.
-        """
+        """Point ``alias`` at ``collection`` in one atomic alias update on the server."""
         from qdrant_client import models
 
         operations: list[Any] = []
@@ -289,11 +269,7 @@ class ServerVectorIndex(ClosingIndex):
         return next((a.collection_name for a in response.aliases if a.alias_name == alias), None)
 
     def drop_collection(self, name: str) -> None:
-        """Delete collection ``name``; no error if it does not exist.
-
-        Args:
-            name: Collection name.
-        """
+        """Delete collection ``name``; no error if it does not exist."""
         self._dimensions.pop(name, None)
         self._lexical.pop(name, None)
         try:
@@ -303,12 +279,7 @@ class ServerVectorIndex(ClosingIndex):
                 raise
 
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
-        """Insert or replace points (by id) in batches under ~4 MB; they are searchable when this returns.
-
-        Args:
-            name: Collection name.
-            points: Points to store.
-        """
+        """Insert or replace points (by id) in batches under ~4 MB; they are searchable when this returns."""
         prepared, sizes = prepare_points(name, points, self._dimension(name))
         m = self._models
         lexical = self.has_lexical(name)
@@ -329,12 +300,7 @@ class ServerVectorIndex(ClosingIndex):
             self._call("upsert into", name, partial(self._client.upsert, name, structs, wait=True))
 
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
-        """Delete points by id (unknown ids are ignored).
-
-        Args:
-            name: Collection name.
-            ids: Point ids.
-        """
+        """Delete points by id (unknown ids are ignored)."""
         normalized = sorted({normalize_id(point_id) for point_id in ids})
         self._dimension(name)  # a missing collection is an error, as with Edge
         m = self._models
@@ -345,12 +311,7 @@ class ServerVectorIndex(ClosingIndex):
             )
 
     def delete_document(self, name: str, document_id: str) -> None:
-        """Delete every point whose payload ``document_id`` is ``document_id``.
-
-        Args:
-            name: Collection name.
-            document_id: The document's id.
-        """
+        """Delete every point whose payload ``document_id`` is ``document_id``."""
         self._dimension(name)
         selector = self._models.FilterSelector(filter=self._filter(SearchFilter.of_document(document_id)))
         self._call(
@@ -360,85 +321,40 @@ class ServerVectorIndex(ClosingIndex):
     def search(
         self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
-        """The ``limit`` points nearest to ``vector`` (cosine), best first.
-
-        Args:
-            name: Collection name.
-            vector: Query vector.
-            limit: Maximum number of hits.
-            filter: Optional restriction to documents/paths.
-
-        Returns:
-            Hits sorted by descending score.
-        """
+        """The ``limit`` points nearest to ``vector`` (cosine), best first."""
         query = to_floats(vector)
         check_dimension(name, query, self._dimension(name), "query vector")
         if limit <= 0 or (filter is not None and filter.matches_nothing()):
             return []
-        query_filter = self._filter(filter)
-        response = self._call(
-            "search",
-            name,
-            lambda: self._client.query_points(
-                name,
-                query=query,
-                limit=limit,
-                query_filter=query_filter,
-                with_payload=True,
-                with_vectors=False,
-            ),
-        )
-        hits = [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits
+        return ranked_hits(self._query(name, filter, query=query, limit=limit))
 
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
-        """The ``limit`` points whose BM25 score for the query's terms is highest, best first.
-
-        Args:
-            name: Collection name.
-            query: The query's terms (``Bm25Encoder.query``).
-            limit: Maximum number of hits.
-            filter: Optional restriction to documents/paths.
-
-        Returns:
-            Hits with a positive score, sorted by descending score ([] for a collection without terms).
-        """
+        """The ``limit`` points whose BM25 score for the query's terms is highest, best first."""
         if limit <= 0 or not query.indices or (filter is not None and filter.matches_nothing()):
             return []
         if not self.has_lexical(name):
             return []
         sparse = self._models.SparseVector(indices=list(query.indices), values=list(query.values))
+        points = self._query(name, filter, query=sparse, using=LEXICAL_VECTOR, limit=limit)
+        return ranked_hits(points, positive_only=True)
+
+    def _query(self, name: str, filter: SearchFilter | None, **query: Any) -> list[Any]:
+        """Scored points of ``query_points`` with payloads, without vectors."""
         query_filter = self._filter(filter)
-        response = self._call(
-            "search",
+        search = partial(
+            self._client.query_points,
             name,
-            lambda: self._client.query_points(
-                name,
-                query=sparse,
-                using=LEXICAL_VECTOR,
-                limit=limit,
-                query_filter=query_filter,
-                with_payload=True,
-                with_vectors=False,
-            ),
+            query_filter=query_filter,
+            with_payload=True,
+            with_vectors=False,
+            **query,
         )
-        points = [p for p in response.points if p.score > 0]
-        hits = [SearchHit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits
+        return list(self._call("search", name, search).points)
 
     def has_lexical(self, name: str) -> bool:
-        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not).
-
-        Args:
-            name: Collection name.
-
-        Returns:
-            True if its points can carry a lexical vector.
-        """
+        """Whether the collection holds BM25 term weights (one made before lexical retrieval may not)."""
         cached = self._lexical.get(name)
         if cached is None:
             info = self._call("read", name, lambda: self._client.get_collection(name))
@@ -447,15 +363,7 @@ class ServerVectorIndex(ClosingIndex):
         return cached
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
-        """The exact number of points, optionally of one document.
-
-        Args:
-            name: Collection name.
-            document_id: Count only this document's points.
-
-        Returns:
-            The number of points.
-        """
+        """The exact number of points, optionally of one document."""
         count_filter = self._filter(SearchFilter.of_document(document_id))
         response = self._call(
             "count points in", name, lambda: self._client.count(name, count_filter=count_filter, exact=True)
@@ -463,15 +371,7 @@ class ServerVectorIndex(ClosingIndex):
         return int(response.count)
 
     def point_ids(self, name: str, *, document_id: str | None = None) -> set[str]:
-        """Every point id, optionally of one document (scrolls the whole collection).
-
-        Args:
-            name: Collection name.
-            document_id: Only this document's points.
-
-        Returns:
-            The set of point ids.
-        """
+        """Every point id, optionally of one document (scrolls the whole collection)."""
         scroll_filter = self._filter(SearchFilter.of_document(document_id))
         ids: set[str] = set()
         offset: Any = None

@@ -18,8 +18,8 @@ EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
 
 
-class UserError(click.ClickException):
-    """A one-line error for the user; exit code 2."""
+class UserError(SpanqaError, click.ClickException):
+    """A one-line error for the user (a mistake in what was typed); exit code 2."""
 
     exit_code = EXIT_USAGE
 

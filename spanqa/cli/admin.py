@@ -7,11 +7,12 @@ from typing import Any
 import click
 
 from spanqa.cli._errors import friendly_errors, settings_from
+from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @click.pass_context
 @friendly_errors
 def status(ctx: click.Context, as_json: bool) -> None:
@@ -71,7 +72,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @click.pass_context
 @friendly_errors
 def doctor(ctx: click.Context, as_json: bool) -> None:
@@ -96,7 +97,7 @@ def db_group() -> None:
 
 
 @db_group.command("upgrade")
-@click.option("--json", "as_json", is_flag=True, help="Print the revisions as JSON.")
+@json_option("the revisions")
 @click.pass_context
 @friendly_errors
 def db_upgrade(ctx: click.Context, as_json: bool) -> None:

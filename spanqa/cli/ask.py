@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._options import json_option, path_glob_option
 from spanqa.cli._output import console, passage_dict, print_json, shorten, timings_ms, where
 
 if TYPE_CHECKING:
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 @click.option(
     "-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 1000), help="Passages to show."
 )
-@click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches this glob.")
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@path_glob_option
+@json_option("results")
 @click.pass_context
 @friendly_errors
 def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as_json: bool) -> None:
@@ -65,8 +66,8 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     type=click.IntRange(1, 200),
     help="Passages the reader reads (default: the passages setting).",
 )
-@click.option("--path", "path_glob", metavar="GLOB", help="Only documents whose path matches this glob.")
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON (one object per question).")
+@path_glob_option
+@json_option("results (one object per question)")
 @click.pass_context
 @friendly_errors
 def ask(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._options import json_option
 from spanqa.cli._output import console, document_dict, print_json, shorten
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def docs_group() -> None:
 @click.option(
     "--status", "status_filter", type=click.Choice(["indexed", "failed", "deleted"]), help="Only this status."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @click.pass_context
 @friendly_errors
 def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> None:
@@ -52,7 +53,7 @@ def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> N
 @docs_group.command("show")
 @click.argument("reference")
 @click.option("--text", "show_text", is_flag=True, help="Print the extracted text too.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @click.pass_context
 @friendly_errors
 def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool) -> None:

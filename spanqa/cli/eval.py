@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
 
 
@@ -35,7 +36,7 @@ def eval_group() -> None:
     type=click.Path(file_okay=False),
     help="Write report.json, questions.jsonl and the index here.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@json_option("the metrics")
 @click.pass_context
 @friendly_errors
 def eval_squad(

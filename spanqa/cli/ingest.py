@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import console, print_json, progress_bar
 
 if TYPE_CHECKING:
@@ -18,10 +19,9 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--prune", is_flag=True, help="Drop documents whose files have vanished from these folders.")
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@file_filter_options
 @click.option("--background", is_flag=True, help="Enqueue the work for `spanqa worker` and print a job id.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("the report")
 @click.pass_context
 @friendly_errors
 def ingest(
@@ -116,7 +116,7 @@ def _print_report(report: IngestReport, *, found_any: bool) -> None:
     "--retriever-model", help="Rebuild with this retriever model (then set SPANQA_RETRIEVER_MODEL to it)."
 )
 @click.option("--background", is_flag=True, help="Enqueue the rebuild for `spanqa worker`.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @click.pass_context
 @friendly_errors
 def reindex(ctx: click.Context, retriever_model: str | None, background: bool, as_json: bool) -> None:

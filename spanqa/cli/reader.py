@@ -11,6 +11,7 @@ import click
 
 from reader.training import TrainConfig
 from spanqa.cli._errors import friendly_errors, settings_from
+from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
 from spanqa.errors import first_line
 from spanqa.settings import DEFAULT_RETRIEVER_MODEL
@@ -199,7 +200,7 @@ def _parse_thresholds(value: str | None) -> list[float | None]:
     callback=lambda ctx, param, value: _parse_thresholds(value),
     help="Also score these abstention thresholds from one pass, e.g. none,0,3,5,8 (none: never abstain).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@json_option("the metrics")
 @click.pass_context
 @friendly_errors
 def reader_eval(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import job_dict, print_json, progress_bar
 from workers.names import DEFAULT_WORKER_QUEUES
 
@@ -65,10 +66,9 @@ def beat(ctx: click.Context, loglevel: str) -> None:
 
 @click.command()
 @click.argument("path", required=False)
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching this glob (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching this glob (repeatable).")
+@file_filter_options
 @click.option("--remove", is_flag=True, help="Stop watching PATH.")
-@click.option("--json", "as_json", is_flag=True, help="Print the watched folders as JSON.")
+@json_option("the watched folders")
 @click.pass_context
 @friendly_errors
 def watch(
@@ -110,7 +110,7 @@ def watch(
 @click.option(
     "--watch", "follow", is_flag=True, help="Follow the job with a live progress bar until it ends."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @click.pass_context
 @friendly_errors
 def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:

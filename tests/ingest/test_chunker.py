@@ -8,8 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import ChunkSpan, chunk_blocks, sentence_spans
+from ingest.chunker import ChunkSpan, chunk_blocks
 from ingest.loaders import Block
+from spanqa.text import sentence_spans
 
 
 def chunk_text(text: str, tokenizer: Any, **options: Any) -> list[ChunkSpan]:

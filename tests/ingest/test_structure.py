@@ -195,7 +195,7 @@ _BLOCK = st.tuples(
 def test_chunk_offsets_segments_and_heading_prefixes_hold(
     parts: list[tuple[str, str, tuple[str, ...]]], size: int, tokenizer: Any
 ) -> None:
-    from spanqa.pipeline import reader_input
+    from reader.answers import reader_input
     from spanqa.types import Passage
 
     text, blocks = "", []

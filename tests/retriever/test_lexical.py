@@ -8,12 +8,12 @@ import pytest
 
 from retriever.lexical import (
     Bm25Encoder,
-    min_max,
     reciprocal_rank_fusion,
     term_id,
     tokenize,
     weighted_score_fusion,
 )
+from spanqa.scoring import min_max
 
 
 @pytest.mark.parametrize(

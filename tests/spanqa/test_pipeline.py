@@ -65,19 +65,6 @@ def test_abstains_when_no_span_beats_no_answer(indexed: Settings) -> None:
         assert result.abstained and result.answers == [] and result.passages
 
 
-def test_retriever_weight_moves_scores_toward_the_retriever() -> None:
-    assert pipeline.combine_scores(10.0, 0.5, 0.0) == 10.0
-    assert pipeline.combine_scores(10.0, 0.5, 1.0) == pipeline.RETRIEVER_LOGIT_SCALE * 0.5
-    assert pipeline.combine_scores(10.0, 0.9, 0.5) > pipeline.combine_scores(10.0, 0.1, 0.5)
-
-
-def test_answer_context_is_the_sentence_around_the_answer() -> None:
-    text = "First sentence. The Denver Broncos won. Last one."
-    start = text.index("Denver")
-    context, offset = pipeline.answer_context(text, start, start + len("Denver Broncos"))
-    assert context == "The Denver Broncos won." and text[offset : offset + len(context)] == context
-
-
 def test_ask_result_survives_a_json_round_trip() -> None:
     import json
 

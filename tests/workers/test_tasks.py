@@ -10,6 +10,7 @@ from ingest.catalog import Catalog
 from spanqa.cli import main
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
+from workers import names
 from workers.app import create_app
 from workers.state import WorkerState
 
@@ -25,21 +26,21 @@ def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -
     catalog = Catalog(settings.catalog_url)
     try:
         job = catalog.create_job("ingest", {"paths": [str(docs)]})
-        app.tasks["spanqa.ingest_path"].delay(job.id, [str(docs)])
+        app.tasks[names.INGEST_PATH].delay(job.id, [str(docs)])
         finished = catalog.get_job(job.id)
         assert finished is not None and (finished.state, finished.total, finished.done) == ("done", 2, 2)
         documents = catalog.list_documents(status=DocumentStatus.INDEXED)
         assert len(documents) == 2
-        app.tasks["spanqa.delete_document"].delay(documents[0].id)
-        app.tasks["spanqa.delete_document"].delay(documents[0].id)  # twice is harmless
+        app.tasks[names.DELETE_DOCUMENT].delay(documents[0].id)
+        app.tasks[names.DELETE_DOCUMENT].delay(documents[0].id)  # twice is harmless
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 1
         job = catalog.create_job("reindex", {})
-        result = app.tasks["spanqa.reindex"].delay(job.id).get()
+        result = app.tasks[names.REINDEX].delay(job.id).get()
         assert result["collection"].endswith("__v2") and result["chunks"] == catalog.counts()["chunks"]
         assert catalog.get_job(job.id).state == "done"  # type: ignore[union-attr]
         catalog.watch_folder(str(docs))
         (docs / "b.txt").unlink()
-        assert app.tasks["spanqa.sweep"].delay().get() == 1
+        assert app.tasks[names.SWEEP].delay().get() == 1
         # The sweep keeps the index in step with the folder: b.txt vanished, a.txt is still there.
         assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.INDEXED)] == ["a.txt"]
         assert [Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.DELETED)] == ["b.txt"]

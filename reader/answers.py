@@ -1,0 +1,194 @@
+"""The reader's post-processing: from spans over the passages read to answers in the documents.
+
+What the reader reads of a passage (its heading path, its entry's title, then its text, with the parts an
+answer may come from), and how a reading becomes answers: span and retriever evidence mixed, overlapping
+and repeated answers dropped, offsets mapped back into the document, each answer with its page and the
+sentence around it. Haystack's ExtractiveReader does the same steps inside its ``run()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from reader.squad import normalize_answer
+from spanqa.scoring import logsumexp, min_max
+from spanqa.text import sentence_spans
+from spanqa.types import Answer, Passage, page_at, prefixed
+
+if TYPE_CHECKING:
+    from reader.reader import ExtractiveReader, ReaderResult
+    from spanqa.settings import Settings
+
+# Retriever scores are min-max scaled to [0, 1] over the passages read (cosine, BM25 and fused scores alike)
+# and span scores are sums of two logits (roughly -10..20): this scale puts both on one footing before they
+# are mixed by the retriever_weight setting (BERTserini-style).
+RETRIEVER_LOGIT_SCALE = 20.0
+
+
+@dataclass(frozen=True)
+class ReaderInput:
+    """What the reader reads of one passage: its heading path, its entry's title, then its text.
+
+    Attributes:
+        text: the text read.
+        segments: where in ``text`` an answer may lie (the title and each block of the passage, never the
+            heading path): a span lies inside one of them.
+        regions: (start, end, document offset) of each piece of ``text`` that is document text.
+    """
+
+    text: str
+    segments: list[tuple[int, int]]
+    regions: list[tuple[int, int, int]]
+
+    def document_offset(self, offset: int) -> int:
+        """The document offset of a position of ``text`` that lies in one of its regions."""
+        for start, end, document_start in self.regions:
+            if start <= offset <= end:
+                return document_start + offset - start
+        raise ValueError(f"offset {offset} is not document text")
+
+
+def reader_input(passage: Passage) -> ReaderInput:
+    """The text the reader reads for ``passage`` and where its answerable parts come from."""
+    title_start = passage.title_start
+    title = passage.title if title_start is not None else ""
+    joined = prefixed(passage.heading, title, passage.text)
+    segments: list[tuple[int, int]] = []
+    regions: list[tuple[int, int, int]] = []
+    if title and title_start is not None:
+        end = joined.title_start + len(title)
+        segments.append((joined.title_start, end))
+        regions.append((joined.title_start, end, title_start))
+    body = joined.body_start
+    blocks = passage.segments or ((0, len(passage.text)),)
+    segments.extend((body + a, body + b) for a, b in blocks)
+    regions.append((body, body + len(passage.text), passage.char_start))
+    return ReaderInput(joined.text, segments, regions)
+
+
+def read_passages(reader: ExtractiveReader, question: str, passages: Sequence[Passage]) -> ReaderResult:
+    """The reader's spans for ``question`` over ``passages``, each read behind its heading path.
+
+    Span offsets are relative to ``passage.char_start`` in the document: inside the passage, or before it
+    for a span of its entry's title (``Passage.text_at`` reads either); never in the heading path, never
+    across a block boundary.
+    """
+    inputs = [reader_input(p) for p in passages]
+    result = reader.run(question, [i.text for i in inputs], [i.segments for i in inputs])
+    spans = []
+    for span in result.spans:
+        read, passage = inputs[span.passage_index], passages[span.passage_index]
+        start = read.document_offset(span.char_start) - passage.char_start
+        end = read.document_offset(span.char_end) - passage.char_start
+        spans.append(dataclasses.replace(span, char_start=start, char_end=end))
+    result.spans = spans
+    return result
+
+
+def combine_scores(reader_score: float, retriever_score: float, weight: float) -> float:
+    """Mix the reader's span logits with the retriever's score scaled to [0, 1] (weight 0: reader only)."""
+    return (1.0 - weight) * reader_score + weight * RETRIEVER_LOGIT_SCALE * retriever_score
+
+
+def answer_context(text: str, start: int, end: int) -> tuple[str, int]:
+    """The sentence(s) of ``text`` around ``[start, end)`` and where they start."""
+    spans = sentence_spans(text)
+    first = next((s for s in spans if s[0] <= start < s[1]), (start, end))
+    last = next((s for s in spans if s[0] < end <= s[1]), first)
+    return text[first[0] : max(last[1], end)], first[0]
+
+
+class AnswerBuilder:
+    """The best answers of a reading: span and retriever evidence mixed, duplicates dropped, best first.
+
+    Args:
+        retriever_weight: how much the retriever's score (min-max scaled over the passages) counts.
+        no_answer_threshold: spans that beat "no answer" by this many logits or less are dropped.
+        answers: how many answers at most.
+    """
+
+    def __init__(self, *, retriever_weight: float, no_answer_threshold: float, answers: int) -> None:
+        self.retriever_weight = retriever_weight
+        self.no_answer_threshold = no_answer_threshold
+        self.answers = answers
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, answers: int | None = None) -> AnswerBuilder:
+        """The builder the settings describe (``answers``: instead of the ``answers`` setting)."""
+        return cls(
+            retriever_weight=settings.retriever_weight,
+            no_answer_threshold=settings.no_answer_threshold,
+            answers=answers or settings.answers,
+        )
+
+    def run(
+        self,
+        result: ReaderResult,
+        passages: Sequence[Passage],
+        page_starts: dict[str, list[tuple[int, int]]] | None = None,
+    ) -> list[Answer]:
+        """Answers from what ``read_passages`` returned for ``passages``.
+
+        Args:
+            result: the reading.
+            passages: the passages read, in the order read.
+            page_starts: per document id, its (page, offset) starts, to give each answer its page.
+
+        Returns:
+            Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1 against each
+            other and "no answer".
+        """
+        pages = page_starts or {}
+        weight = self.retriever_weight
+        retrieval = min_max({str(i): p.score for i, p in enumerate(passages)})
+        scored = []
+        for span in result.spans:
+            if span.margin <= self.no_answer_threshold:
+                continue
+            passage = passages[span.passage_index]
+            combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
+            scored.append((combined, span, passage))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        null_logit = combine_scores(result.null_score, 1.0, weight)
+        normalizer = logsumexp([s for s, _, _ in scored] + [null_logit])
+        picked: list[Answer] = []
+        for combined, span, passage in scored:
+            doc_start = passage.char_start + span.char_start
+            doc_end = passage.char_start + span.char_end
+            text = passage.text_at(doc_start, doc_end)
+            if any(
+                (a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end)
+                or normalize_answer(a.text) == normalize_answer(text)
+                for a in picked
+            ):
+                continue  # the same words again: through an overlapping chunk, or elsewhere in the documents
+            if span.char_start >= 0:
+                context, context_start = answer_context(passage.text, span.char_start, span.char_end)
+                context_start += passage.char_start
+            else:  # the entry's title: the term is its own context
+                context = passage.title
+                context_start = passage.title_start if passage.title_start is not None else doc_start
+            page = page_at(pages[passage.document_id], doc_start) if passage.document_id in pages else None
+            picked.append(
+                Answer(
+                    text=text,
+                    score=math.exp(combined - normalizer),
+                    path=passage.path,
+                    document_id=passage.document_id,
+                    char_start=doc_start,
+                    char_end=doc_end,
+                    page=page,
+                    passage=passage,
+                    reader_score=span.score,
+                    retriever_score=passage.score,
+                    context=context,
+                    context_start=context_start,
+                )
+            )
+            if len(picked) >= self.answers:
+                break
+        return picked
