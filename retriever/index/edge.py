@@ -350,19 +350,7 @@ class EdgeVectorIndex(ClosingIndex):
         check_dimension(name, query, self._dimensions.get(name), "query vector")
         if limit <= 0 or (filter is not None and filter.matches_nothing()):
             return []
-        q = self._q
-        request = q.QueryRequest(
-            limit=limit,
-            query=q.Query.Nearest(query),
-            filter=self._filter(filter),
-            with_payload=True,
-            with_vector=False,
-        )
-        try:
-            results = shard.query(request)
-        except Exception as exc:
-            raise self._edge_error(exc, name, "search") from None
-        return ranked_hits(results)
+        return ranked_hits(self._query(shard, name, self._q.Query.Nearest(query), filter, limit))
 
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
@@ -374,18 +362,18 @@ class EdgeVectorIndex(ClosingIndex):
         if not self.has_lexical(name):
             return []
         q = self._q
-        request = q.QueryRequest(
-            limit=limit,
-            query=q.Query.Nearest(q.SparseVector(query.indices, query.values), using=LEXICAL_VECTOR),
-            filter=self._filter(filter),
-            with_payload=True,
-            with_vector=False,
+        nearest = q.Query.Nearest(q.SparseVector(query.indices, query.values), using=LEXICAL_VECTOR)
+        return ranked_hits(self._query(shard, name, nearest, filter, limit), positive_only=True)
+
+    def _query(self, shard: Any, name: str, query: Any, filter: SearchFilter | None, limit: int) -> list[Any]:
+        """Scored points of one query with payloads, without vectors."""
+        request = self._q.QueryRequest(
+            limit=limit, query=query, filter=self._filter(filter), with_payload=True, with_vector=False
         )
         try:
-            results = shard.query(request)
+            return list(shard.query(request))
         except Exception as exc:
             raise self._edge_error(exc, name, "search") from None
-        return ranked_hits(results, positive_only=True)
 
     def has_lexical(self, name: str) -> bool:
         """Whether the collection holds BM25 term weights (one made before lexical retrieval may not)."""
