@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from reader.calibration import Calibrator, Candidate, features
 from reader.squad import normalize_answer
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
@@ -103,26 +104,49 @@ def answer_context(text: str, start: int, end: int) -> tuple[str, int]:
 
 
 class AnswerBuilder:
-    """The best answers of a reading: span and retriever evidence mixed, duplicates dropped, best first.
+    """The best answers of a reading: span and retriever evidence mixed, duplicates dropped, best first,
+    each scored by the probability that it is right.
 
     Args:
         retriever_weight: how much the retriever's score (min-max scaled over the passages) counts.
         no_answer_threshold: spans that beat "no answer" by this many logits or less are dropped.
         answers: how many answers at most.
+        calibrator: maps an answer's features to the probability that it is right (None: the score is the
+            relative score).
+        min_score: answers scored below this are not given (none left: the question is not answered).
     """
 
-    def __init__(self, *, retriever_weight: float, no_answer_threshold: float, answers: int) -> None:
+    def __init__(
+        self,
+        *,
+        retriever_weight: float,
+        no_answer_threshold: float,
+        answers: int,
+        calibrator: Calibrator | None = None,
+        min_score: float = 0.0,
+    ) -> None:
         self.retriever_weight = retriever_weight
         self.no_answer_threshold = no_answer_threshold
         self.answers = answers
+        self.calibrator = calibrator
+        self.min_score = min_score
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, answers: int | None = None) -> AnswerBuilder:
-        """The builder the settings describe (``answers``: instead of the ``answers`` setting)."""
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        answers: int | None = None,
+        min_score: float | None = None,
+        calibrator: Calibrator | None = None,
+    ) -> AnswerBuilder:
+        """The builder the settings describe; ``answers`` and ``min_score`` override those settings."""
         return cls(
             retriever_weight=settings.retriever_weight,
             no_answer_threshold=settings.no_answer_threshold,
             answers=answers or settings.answers,
+            calibrator=calibrator,
+            min_score=settings.min_score if min_score is None else min_score,
         )
 
     def run(
@@ -130,6 +154,7 @@ class AnswerBuilder:
         result: ReaderResult,
         passages: Sequence[Passage],
         page_starts: dict[str, list[tuple[int, int]]] | None = None,
+        question: str = "",
     ) -> list[Answer]:
         """Answers from what ``read_passages`` returned for ``passages``.
 
@@ -137,10 +162,11 @@ class AnswerBuilder:
             result: the reading.
             passages: the passages read, in the order read.
             page_starts: per document id, its (page, offset) starts, to give each answer its page.
+            question: the question (its words are features of the calibrated score).
 
         Returns:
-            Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1 against each
-            other and "no answer".
+            Answers whose text equals ``document.text[char_start:char_end]``, best first, none scored
+            below ``min_score``.
         """
         pages = page_starts or {}
         weight = self.retriever_weight
@@ -155,6 +181,11 @@ class AnswerBuilder:
         scored.sort(key=lambda item: item[0], reverse=True)
         null_logit = combine_scores(result.null_score, 1.0, weight)
         normalizer = logsumexp([s for s, _, _ in scored] + [null_logit])
+        # How many passages give the same words: agreement is evidence an answer is right.
+        agreeing: dict[str, set[int]] = {}
+        for _, span, passage in scored:
+            text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
+            agreeing.setdefault(normalize_answer(text), set()).add(span.passage_index)
         picked: list[Answer] = []
         for combined, span, passage in scored:
             doc_start = passage.char_start + span.char_start
@@ -173,10 +204,28 @@ class AnswerBuilder:
                 context = passage.title
                 context_start = passage.title_start if passage.title_start is not None else doc_start
             page = page_at(pages[passage.document_id], doc_start) if passage.document_id in pages else None
+            relative = math.exp(combined - normalizer)
+            candidate = Candidate(
+                span_score=span.score,
+                margin=span.margin,
+                relative_score=relative,
+                retrieval=retrieval[str(span.passage_index)],
+                passage_rank=span.passage_index + 1,
+                dense_score=passage.dense_score,
+                dense_rank=passage.dense_rank,
+                lexical_score=passage.lexical_score,
+                lexical_rank=passage.lexical_rank,
+                agreement=len(agreeing.get(normalize_answer(text), ())),
+                passage_text=prefixed(passage.heading, passage.title, passage.text).text,
+                sentence=context,
+                answer=text,
+            )
+            values = features(question, candidate)
+            score = self.calibrator.probability(values) if self.calibrator is not None else relative
             picked.append(
                 Answer(
                     text=text,
-                    score=math.exp(combined - normalizer),
+                    score=score,
                     path=passage.path,
                     document_id=passage.document_id,
                     char_start=doc_start,
@@ -187,8 +236,10 @@ class AnswerBuilder:
                     retriever_score=passage.score,
                     context=context,
                     context_start=context_start,
+                    relative_score=relative,
+                    features=values,
                 )
             )
             if len(picked) >= self.answers:
                 break
-        return picked
+        return [a for a in picked if a.score >= self.min_score]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from retriever.encoder import TextEncoder
 from retriever.index import SearchFilter, SearchHit, VectorIndex
@@ -17,13 +17,27 @@ FUSION_METHODS = CHOICES["fusion"]
 FUSION_CANDIDATES = 50
 
 
+@dataclass(frozen=True)
+class ListPosition:
+    """Where a hit stood in one list before fusion: its score there and its 1-based rank."""
+
+    score: float
+    rank: int
+
+
 @dataclass
 class RetrievalResult:
-    """Hits, best first; in hybrid mode ``score`` is the fused score."""
+    """Hits, best first; in hybrid mode ``score`` is the fused score.
+
+    ``dense`` and ``lexical`` give, by hit id, where each hit stood in the cosine and BM25 lists (empty for
+    a list that was not searched).
+    """
 
     hits: list[SearchHit]
     encode_seconds: float
     search_seconds: float
+    dense: dict[str, ListPosition] = field(default_factory=dict)
+    lexical: dict[str, ListPosition] = field(default_factory=dict)
 
 
 class Retriever:
@@ -98,7 +112,11 @@ class Retriever:
             lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
         hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
         return RetrievalResult(
-            hits=hits[:top_k], encode_seconds=encoded - started, search_seconds=time.perf_counter() - encoded
+            hits=hits[:top_k],
+            encode_seconds=encoded - started,
+            search_seconds=time.perf_counter() - encoded,
+            dense=_positions(dense),
+            lexical=_positions(lexical),
         )
 
     def _fuse(self, dense: list[SearchHit], lexical: list[SearchHit]) -> list[SearchHit]:
@@ -119,3 +137,7 @@ class Retriever:
             order.setdefault(item, rank)
         ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))
         return [SearchHit(item, scores[item], payloads[item]) for item in ranked]
+
+
+def _positions(hits: list[SearchHit]) -> dict[str, ListPosition]:
+    return {hit.id: ListPosition(hit.score, rank) for rank, hit in enumerate(hits, start=1)}

@@ -10,16 +10,22 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reader.squad import SquadExample, evaluate_predictions, load_squad, normalize_answer
+from reader.calibration import expected_calibration_error
+from reader.squad import SquadExample, evaluate_predictions, load_squad, normalize_answer, score_prediction
 from spanqa import pipeline
+from spanqa.errors import SpanqaError, first_line
 from spanqa.runtime import Runtime
 
 RECALL_AT = (1, 5, 10, 20)
+
+
+class EvaluationError(SpanqaError):
+    """An evaluation's input or output cannot be used."""
 
 
 @dataclass
@@ -33,18 +39,109 @@ def article_file_name(index: int, title: str) -> str:
     return f"{index:03d}_{slug}.txt"
 
 
-def write_articles(examples: Sequence[SquadExample], directory: Path) -> int:
-    """Write each article as one text document: its title, then its paragraphs, blank-line separated."""
-    directory.mkdir(parents=True, exist_ok=True)
-    articles: dict[int, tuple[str, list[str]]] = {}
+def article_texts(
+    examples: Sequence[SquadExample], *, left_out: Collection[tuple[int, int]] = ()
+) -> dict[int, tuple[str, str]]:
+    """Per article index: its title and its text (the title, then its paragraphs, blank-line separated),
+    without the (article, paragraph) pairs in ``left_out``."""
+    articles: dict[int, tuple[str, dict[int, str]]] = {}
     for ex in examples:
-        title, paragraphs = articles.setdefault(ex.article_index, (ex.title, []))
-        if ex.context not in paragraphs:
-            paragraphs.append(ex.context)
-    for index, (title, paragraphs) in sorted(articles.items()):
-        text = title.replace("_", " ") + "\n\n" + "\n\n".join(paragraphs)
+        paragraphs = articles.setdefault(ex.article_index, (ex.title, {}))[1]
+        if (ex.article_index, ex.paragraph_index) not in left_out and ex.context not in paragraphs.values():
+            paragraphs.setdefault(ex.paragraph_index, ex.context)
+    return {
+        index: (
+            title,
+            title.replace("_", " ") + "\n\n" + "\n\n".join(p for _, p in sorted(paragraphs.items())),
+        )
+        for index, (title, paragraphs) in sorted(articles.items())
+    }
+
+
+def write_articles(
+    examples: Sequence[SquadExample],
+    directory: Path,
+    *,
+    left_out: Collection[tuple[int, int]] = (),
+    articles_left_out: Collection[int] = (),
+) -> int:
+    """Write each article as one text document: its title, then its paragraphs, blank-line separated.
+
+    Args:
+        examples: the questions, which carry the articles' paragraphs.
+        directory: where the files go.
+        left_out: (article, paragraph) pairs not written.
+        articles_left_out: articles not written at all.
+
+    Returns:
+        How many files were written.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for index, (title, text) in article_texts(examples, left_out=left_out).items():
+        if index in articles_left_out:
+            continue
         (directory / article_file_name(index, title)).write_text(text, encoding="utf-8")
-    return len(articles)
+        written += 1
+    return written
+
+
+#: The kinds of question in an evaluation with unanswerable questions.
+ANSWERABLE, UNSEEN_ARTICLE, CUT_PARAGRAPH = "answerable", "unseen_article", "cut_paragraph"
+#: One article in this many (those whose SHA-1 of the title sorts first) is left out of the index: its
+#: questions are about documents that were never ingested.
+UNSEEN_ARTICLE_EVERY = 6
+#: One paragraph in this many of the other articles (by SHA-1 of its text) is cut out of its article: its
+#: questions are about a topic that is there, but a fact that is not.
+CUT_PARAGRAPH_EVERY = 8
+
+
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _sha1_bucket(text: str, every: int) -> bool:
+    return int(_sha1(text), 16) % every == 0
+
+
+@dataclass
+class UnanswerableSplit:
+    """Which articles and paragraphs an evaluation leaves out, and what kind each question is."""
+
+    articles_left_out: set[int]
+    paragraphs_left_out: set[tuple[int, int]]
+    kinds: dict[str, str]
+    dropped: int
+
+
+def unanswerable_split(examples: Sequence[SquadExample]) -> UnanswerableSplit:
+    """Leave some articles and paragraphs out so that their questions have no answer in the documents.
+
+    A question about a cut paragraph is kept as unanswerable only when none of its gold answers is still
+    in what is left of its article (else it is dropped: the documents may still say it).
+    """
+    articles = {ex.article_index: ex.title for ex in examples}
+    by_hash = sorted(articles, key=lambda index: _sha1(articles[index]))
+    unseen = set(by_hash[: max(1, len(by_hash) // UNSEEN_ARTICLE_EVERY)] if len(by_hash) > 1 else [])
+    cut = {
+        (ex.article_index, ex.paragraph_index)
+        for ex in examples
+        if ex.article_index not in unseen and _sha1_bucket(ex.context, CUT_PARAGRAPH_EVERY)
+    }
+    remaining = article_texts(examples, left_out=cut)
+    kinds: dict[str, str] = {}
+    dropped = 0
+    for ex in examples:
+        if ex.article_index in unseen:
+            kinds[ex.id] = UNSEEN_ARTICLE
+        elif (ex.article_index, ex.paragraph_index) in cut:
+            if contains_answer(remaining[ex.article_index][1], [a.text for a in ex.answers]):
+                dropped += 1
+                continue
+            kinds[ex.id] = CUT_PARAGRAPH
+        else:
+            kinds[ex.id] = ANSWERABLE
+    return UnanswerableSplit(unseen, cut, kinds, dropped)
 
 
 def contains_answer(text: str, golds: Sequence[str]) -> bool:
@@ -109,6 +206,7 @@ def evaluate_squad(
     limit: int | None = None,
     sample: int | None = None,
     passages: int | None = None,
+    unanswerable: bool = False,
     on_stage: Callable[[str, int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> EvalReport:
@@ -120,6 +218,9 @@ def evaluate_squad(
         limit: ask only the first N questions (every article is still ingested).
         sample: ask N questions spread over all articles (see ``sample_questions``); after ``limit``.
         passages: passages the reader reads per question (default: the ``passages`` setting).
+        unanswerable: leave some articles out of the index and cut some paragraphs out of the others (see
+            ``unanswerable_split``), and report how often spanqa abstains on their questions, how its scores
+            are calibrated, and coverage against accuracy over score thresholds.
         on_stage: called with (stage name, number of items) when a stage starts.
         on_progress: called with the number of questions just finished.
 
@@ -127,12 +228,21 @@ def evaluate_squad(
         The metrics and one record per question.
     """
     examples = load_squad(data_file)
+    split = unanswerable_split(examples) if unanswerable else None
     questions = examples[:limit] if limit else examples
+    if split is not None:
+        questions = [ex for ex in questions if ex.id in split.kinds]
     if sample:
         questions = sample_questions(questions, sample)
+    kinds = split.kinds if split is not None else {}
     n_passages = passages or runtime.settings.passages
     corpus = runtime.settings.data_dir / "corpus"
-    n_articles = write_articles(examples, corpus)
+    n_articles = write_articles(
+        examples,
+        corpus,
+        left_out=split.paragraphs_left_out if split else (),
+        articles_left_out=split.articles_left_out if split else (),
+    )
     if on_stage:
         on_stage("ingest", n_articles)
     job = runtime.ingest_job()
@@ -162,11 +272,14 @@ def evaluate_squad(
         recalls = recall_at(hits)
         for k, ok in recalls.items():
             recall_counts[k] += int(ok)
-        prediction = result.answers[0].text if result.answers else ""
+        kind = kinds.get(ex.id, ANSWERABLE)
+        top = result.answers[0] if result.answers else None
+        prediction = top.text if top else ""
         end_to_end[ex.id] = prediction
-        gold_read = runtime.reader.run(ex.question, [ex.context])
-        best = gold_read.spans[0] if gold_read.spans else None
-        reader_only[ex.id] = ex.context[best.char_start : best.char_end] if best else ""
+        if kind == ANSWERABLE:
+            gold_read = runtime.reader.run(ex.question, [ex.context])
+            best = gold_read.spans[0] if gold_read.spans else None
+            reader_only[ex.id] = ex.context[best.char_start : best.char_end] if best else ""
         for key in ("encode", "search", "read"):
             stage_times[key].append(result.timings[key])
         stage_times["total"].append(total)
@@ -175,10 +288,15 @@ def evaluate_squad(
                 "id": ex.id,
                 "question": ex.question,
                 "gold": golds,
+                "kind": kind,
+                "article": ex.title,
                 "prediction": prediction,
+                "right": bool(top) and kind == ANSWERABLE and score_prediction(prediction, golds)[0] == 1.0,
                 "abstained": not result.answers,
-                "score": result.answers[0].score if result.answers else None,
-                "reader_only_prediction": reader_only[ex.id],
+                "score": top.score if top else None,
+                "relative_score": top.relative_score if top else None,
+                "features": top.features if top else None,
+                "reader_only_prediction": reader_only.get(ex.id),
                 "first_hit_rank": next((i + 1 for i, h in enumerate(hits) if h), None),
                 "answer_path": result.answers[0].path if result.answers else None,
                 "timings_ms": {k: round(v * 1000, 2) for k, v in result.timings.items()},
@@ -186,10 +304,12 @@ def evaluate_squad(
         )
         if on_progress:
             on_progress(1)
-    answerable = [ex for ex in questions if not ex.is_impossible] or list(questions)
+    answerable = [
+        ex for ex in questions if not ex.is_impossible and kinds.get(ex.id, ANSWERABLE) == ANSWERABLE
+    ]
     n = max(len(answerable), 1)
-    e2e = evaluate_predictions(questions, end_to_end)
-    reader_metrics = evaluate_predictions(questions, reader_only)
+    e2e = evaluate_predictions(answerable, end_to_end)
+    reader_metrics = evaluate_predictions(answerable, reader_only)
     metrics: dict[str, Any] = {
         "data": str(data_file),
         "questions": len(questions),
@@ -215,7 +335,73 @@ def evaluate_squad(
             "chunks_per_s": round(chunks / ingest_seconds, 2) if ingest_seconds > 0 else 0.0,
         },
     }
+    if split is not None:
+        metrics["unanswerable"] = abstention_report(records, runtime.settings.min_score)
+        metrics["unanswerable"]["dropped_questions"] = split.dropped
+        metrics["unanswerable"]["articles_left_out"] = len(split.articles_left_out)
+        metrics["unanswerable"]["paragraphs_left_out"] = len(split.paragraphs_left_out)
     return EvalReport(metrics, records)
+
+
+#: Score thresholds of the coverage/accuracy curve.
+CURVE_THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(20))
+
+
+def abstention_report(records: Sequence[dict[str, Any]], min_score: float) -> dict[str, Any]:
+    """How answers and abstentions split by kind of question, at ``min_score`` and over thresholds.
+
+    Args:
+        records: per question, its ``kind``, its top answer's ``score`` (None: no answer) and ``right``.
+        min_score: the threshold the run used.
+
+    Returns:
+        Per kind the questions and the abstention rate at ``min_score``; on answerable questions the share
+        answered right; the ECE of the top answers' scores; and per threshold, the right answers kept (as a
+        share of a run that never abstains) and the abstention rate on each unanswerable kind.
+    """
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_kind.setdefault(record["kind"], []).append(record)
+
+    def answered(record: dict[str, Any], threshold: float) -> bool:
+        return record["score"] is not None and record["score"] >= threshold
+
+    right_any = sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"])
+    curve = []
+    for threshold in CURVE_THRESHOLDS:
+        row: dict[str, Any] = {"threshold": threshold}
+        kept = sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"] and answered(r, threshold))
+        row["right_kept"] = round(100.0 * kept / max(right_any, 1), 2)
+        for kind in (UNSEEN_ARTICLE, CUT_PARAGRAPH):
+            group = by_kind.get(kind, [])
+            row[f"abstain_{kind}"] = round(
+                100.0 * sum(not answered(r, threshold) for r in group) / max(len(group), 1), 2
+            )
+        curve.append(row)
+    scored = [r for r in records if r["score"] is not None]
+    report: dict[str, Any] = {
+        "min_score": min_score,
+        "kinds": {
+            kind: {
+                "questions": len(group),
+                "abstained": round(
+                    100.0 * sum(not answered(r, min_score) for r in group) / max(len(group), 1), 2
+                ),
+            }
+            for kind, group in sorted(by_kind.items())
+        },
+        "answered_right": round(
+            100.0
+            * sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"] and answered(r, min_score))
+            / max(len(by_kind.get(ANSWERABLE, [])), 1),
+            2,
+        ),
+        "ece": round(
+            expected_calibration_error([r["score"] for r in scored], [bool(r["right"]) for r in scored]), 4
+        ),
+        "curve": curve,
+    }
+    return report
 
 
 def write_report(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
@@ -228,3 +414,15 @@ def write_report(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
         for record in report.per_question:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return metrics_file, questions_file
+
+
+def read_questions(path: str | Path) -> list[dict[str, Any]]:
+    """The per-question records of a run: ``questions.jsonl``, or the ``--out`` folder that holds it."""
+    source = Path(path)
+    if source.is_dir():
+        source = source / "questions.jsonl"
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise EvaluationError(f"cannot read the questions of a run from {source}: {first_line(exc)}") from exc

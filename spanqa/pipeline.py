@@ -110,6 +110,7 @@ def search(
         if chunk is None:
             # A point without its catalog row: left by a crash, removed by the next ingest.
             continue
+        dense, lexical = result.dense.get(hit.id), result.lexical.get(hit.id)
         passages.append(
             Passage(
                 chunk_id=chunk.id,
@@ -126,6 +127,10 @@ def search(
                 segments=chunk.segments,
                 title=chunk.title,
                 title_start=chunk.title_start,
+                dense_score=dense.score if dense else None,
+                dense_rank=dense.rank if dense else None,
+                lexical_score=lexical.score if lexical else None,
+                lexical_rank=lexical.rank if lexical else None,
             )
         )
     timings = {
@@ -171,6 +176,7 @@ def ask(
     passages: int | None = None,
     answers: int | None = None,
     path_glob: str | None = None,
+    min_score: float | None = None,
     found: SearchResult | None = None,
 ) -> AskResult:
     """Answer ``question`` with exact spans of the indexed documents.
@@ -181,11 +187,14 @@ def ask(
         passages: how many passages the reader reads (default: the ``passages`` setting).
         answers: how many answers to return at most (default: the ``answers`` setting).
         path_glob: only documents whose path matches this glob.
+        min_score: answers less likely than this to be right are not given (default: the ``min_score``
+            setting).
         found: passages already retrieved for ``question`` (evaluation retrieves more than it reads).
 
     Returns:
-        Answers whose text equals ``document.text[char_start:char_end]``, scored 0..1; none when the reader
-        found no span better than "no answer" by more than the ``no_answer_threshold`` setting.
+        Answers whose text equals ``document.text[char_start:char_end]``, each scored by the probability
+        that it is right; none when no span beats "no answer" by more than the ``no_answer_threshold``
+        setting, or none is likely enough (``min_score``).
     """
     settings = runtime.settings
     n_passages = passages or settings.passages
@@ -207,6 +216,9 @@ def ask(
     result = read_passages(runtime.reader, question, found.passages)
     timings["read"] = time.perf_counter() - read_started
     pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
-    picked = AnswerBuilder.from_settings(settings, answers=answers).run(result, found.passages, pages)
+    builder = AnswerBuilder.from_settings(
+        settings, answers=answers, min_score=min_score, calibrator=runtime.calibrator
+    )
+    picked = builder.run(result, found.passages, pages, question)
     timings["total"] = time.perf_counter() - started
     return AskResult(question, picked, found.passages, timings)

@@ -14,6 +14,7 @@ from spanqa.settings import Settings
 if TYPE_CHECKING:
     from ingest.catalog import Catalog
     from ingest.job import IngestJob
+    from reader.calibration import Calibrator
     from reader.reader import ExtractiveReader
     from retriever.encoder import TextEncoder
     from retriever.index import VectorIndex
@@ -30,6 +31,8 @@ class Runtime:
         self._index: VectorIndex | None = None
         self._encoder: TextEncoder | None = None
         self._reader: ExtractiveReader | None = None
+        self._calibrator: Calibrator | None = None
+        self._calibrator_loaded = False
 
     def __enter__(self) -> Runtime:
         return self
@@ -101,6 +104,17 @@ class Runtime:
             self._configure_torch()
             self._reader = ExtractiveReader.from_settings(self.settings)
         return self._reader
+
+    @property
+    def calibrator(self) -> Calibrator | None:
+        """The calibrator shipped beside the reader model (None for a model without one)."""
+        if not self._calibrator_loaded:
+            from reader.calibration import calibrator_for
+            from reader.model import resolve_reader_model
+
+            self._calibrator = calibrator_for(resolve_reader_model(self.settings.reader_model))
+            self._calibrator_loaded = True
+        return self._calibrator
 
     def ingest_job(self) -> IngestJob:
         from ingest.job import IngestJob

@@ -115,7 +115,9 @@ class Passage:
     """A chunk found by the retriever, with its score and where it lives.
 
     ``score`` is the retriever's score for it (cosine, BM25, or the fused score in hybrid retrieval);
-    ``heading``, ``segments``, ``title`` and ``title_start`` are the chunk's (see ``Chunk``).
+    ``heading``, ``segments``, ``title`` and ``title_start`` are the chunk's (see ``Chunk``). The
+    ``dense_*`` and ``lexical_*`` fields are its cosine and BM25 score and 1-based rank in each list before
+    fusion (None where that list was not searched or did not hold it): evidence for the answer's score.
     """
 
     chunk_id: str
@@ -132,6 +134,10 @@ class Passage:
     segments: tuple[tuple[int, int], ...] = ()
     title: str = ""
     title_start: int | None = None
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
 
     def text_at(self, start: int, end: int) -> str:
         """The document's text at [start, end) when it lies in this passage or its title."""
@@ -146,7 +152,13 @@ class Passage:
 
 @dataclass(frozen=True)
 class Answer:
-    """An exact span of a document; ``document.text[char_start:char_end] == text``."""
+    """An exact span of a document; ``document.text[char_start:char_end] == text``.
+
+    ``score`` is the calibrated probability that the answer is right (where the reader has a calibrator;
+    else ``relative_score``); ``relative_score`` is how it compares with the other candidates and "no
+    answer" (a softmax); ``reader_score`` is the span's start + end logits; ``features`` what the
+    calibrator read.
+    """
 
     text: str
     score: float
@@ -160,11 +172,14 @@ class Answer:
     retriever_score: float
     context: str = ""
     context_start: int = 0
+    relative_score: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "score": self.score,
+            "relative_score": self.relative_score,
             "path": self.path,
             "document_id": self.document_id,
             "char_start": self.char_start,

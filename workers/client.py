@@ -134,14 +134,26 @@ class StoreGateway:
             self.runtime.reader.warm_up()
 
     def ask(
-        self, question: str, *, passages: int | None, answers: int | None, path_glob: str | None
+        self,
+        question: str,
+        *,
+        passages: int | None,
+        answers: int | None,
+        path_glob: str | None,
+        min_score: float | None = None,
     ) -> pipeline.AskResult:
         """``pipeline.ask`` here or on the worker."""
         if not self._use_worker_if_store_is_held():
             return pipeline.ask(
-                self.runtime, question, passages=passages, answers=answers, path_glob=path_glob
+                self.runtime,
+                question,
+                passages=passages,
+                answers=answers,
+                path_glob=path_glob,
+                min_score=min_score,
             )
-        return pipeline.AskResult.from_dict(self._call(names.ASK, question, passages, answers, path_glob))
+        data = self._call(names.ASK, question, passages, answers, path_glob, min_score)
+        return pipeline.AskResult.from_dict(data)
 
     def search(self, query: str, *, top_k: int, path_glob: str | None) -> pipeline.SearchResult:
         """``pipeline.search`` here or on the worker."""

@@ -117,7 +117,11 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
 
     @app.task(name=names.ASK, shared=False, ignore_result=False, acks_late=False)
     def ask(
-        question: str, passages: int | None = None, answers: int | None = None, path_glob: str | None = None
+        question: str,
+        passages: int | None = None,
+        answers: int | None = None,
+        path_glob: str | None = None,
+        min_score: float | None = None,
     ) -> dict[str, Any]:
         """Answer on the worker that owns the embedded store (its reader stays loaded between questions).
 
@@ -126,7 +130,9 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
         from spanqa import pipeline
 
         runtime = state.runtime
-        result = pipeline.ask(runtime, question, passages=passages, answers=answers, path_glob=path_glob)
+        result = pipeline.ask(
+            runtime, question, passages=passages, answers=answers, path_glob=path_glob, min_score=min_score
+        )
         return result.to_dict()
 
     @app.task(name=names.SEARCH, shared=False, ignore_result=False, acks_late=False)

@@ -75,6 +75,16 @@ def where(path: str, page: int | None) -> str:
     return path + (f":{page}" if page is not None else "")
 
 
+#: How a probability of being right reads in words (the first whose floor it reaches).
+CONFIDENCE_WORDS = ((0.8, "likely"), (0.5, "probably"), (0.3, "unsure"), (0.0, "doubtful"))
+
+
+def confidence(score: float) -> str:
+    """A probability as a percentage with a word: ``87% likely``."""
+    word = next(word for floor, word in CONFIDENCE_WORDS if score >= floor)
+    return f"{score * 100:.0f}% {word}"
+
+
 def timings_ms(timings: dict[str, float]) -> dict[str, float]:
     """Seconds to milliseconds, rounded for printing."""
     return {k: round(v * 1000, 2) for k, v in timings.items()}

@@ -9,7 +9,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option, path_glob_option
-from spanqa.cli._output import console, passage_dict, print_json, shorten, timings_ms, where
+from spanqa.cli._output import confidence, console, passage_dict, print_json, shorten, timings_ms, where
 
 if TYPE_CHECKING:
     from spanqa.pipeline import AskResult
@@ -66,6 +66,11 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     type=click.IntRange(1, 200),
     help="Passages the reader reads (default: the passages setting).",
 )
+@click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    help="Hide answers less likely than this to be right (default: the min_score setting).",
+)
 @path_glob_option
 @json_option("results (one object per question)")
 @click.pass_context
@@ -75,6 +80,7 @@ def ask(
     question: str,
     answers: int | None,
     passages: int | None,
+    min_score: float | None,
     path_glob: str | None,
     as_json: bool,
 ) -> None:
@@ -88,7 +94,9 @@ def ask(
         if question != "-":
             if not question.strip():
                 raise UserError("the question is empty")
-            result = gateway.ask(question, passages=passages, answers=answers, path_glob=path_glob)
+            result = gateway.ask(
+                question, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
+            )
             _print_answers(result, as_json=as_json)
             return
         interactive = sys.stdin.isatty() and not as_json
@@ -107,7 +115,9 @@ def ask(
             line = line.strip()
             if not line:
                 continue
-            result = gateway.ask(line, passages=passages, answers=answers, path_glob=path_glob)
+            result = gateway.ask(
+                line, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
+            )
             _print_answers(result, as_json=as_json, compact_json=True)
 
 
@@ -129,7 +139,7 @@ def _print_answers(result: AskResult, *, as_json: bool, compact_json: bool = Fal
         out.print("no answer found: no passages to read")
         return
     if result.abstained:
-        out.print("[yellow]no answer found[/yellow]; the closest passages:")
+        out.print("[yellow]no answer found in your documents[/yellow]; the closest passages:")
         for p in result.passages[:3]:
             out.print(
                 f"  {p.score:.3f}  [cyan]{where(p.path, p.page)}[/cyan]  chars {p.char_start}-{p.char_end}"
@@ -139,7 +149,7 @@ def _print_answers(result: AskResult, *, as_json: bool, compact_json: bool = Fal
     for rank, a in enumerate(result.answers, 1):
         header = Text(f"{rank}. ", style="bold")
         header.append(a.text, style="bold green")
-        header.append(f"   score {a.score:.2f}")
+        header.append(f"   {confidence(a.score)}")
         out.print(header)
         out.print(f"   [cyan]{where(a.path, a.page)}[/cyan]  chars {a.char_start}-{a.char_end}")
         start = a.char_start - a.context_start

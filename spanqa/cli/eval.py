@@ -36,6 +36,11 @@ def eval_group() -> None:
     type=click.Path(file_okay=False),
     help="Write report.json, questions.jsonl and the index here.",
 )
+@click.option(
+    "--unanswerable",
+    is_flag=True,
+    help="Leave some articles and paragraphs out; report abstention on their questions and calibration.",
+)
 @json_option("the metrics")
 @click.pass_context
 @friendly_errors
@@ -46,6 +51,7 @@ def eval_squad(
     sample: int | None,
     passages: int | None,
     out_dir: str | None,
+    unanswerable: bool,
     as_json: bool,
 ) -> None:
     """Open-setting SQuAD: ingest every article of DATA, ask every question, score it."""
@@ -75,6 +81,7 @@ def eval_squad(
             limit=limit,
             sample=sample,
             passages=passages,
+            unanswerable=unanswerable,
             on_stage=on_stage,
             on_progress=lambda n: progress.advance(task, n),
         )
@@ -100,5 +107,11 @@ def eval_squad(
     for stage, values in m["latency"].items():
         table.add_row(f"{stage} p50 / p95 ms", f"{values['p50_ms']:.0f} / {values['p95_ms']:.0f}")
     table.add_row("ingest chunks/s", f"{m['ingest']['chunks_per_s']:.1f}")
+    if "unanswerable" in m:
+        u = m["unanswerable"]
+        for kind, values in u["kinds"].items():
+            table.add_row(f"abstained: {kind} ({values['questions']})", f"{values['abstained']:.1f}%")
+        table.add_row(f"answered right at min_score {u['min_score']:g}", f"{u['answered_right']:.1f}%")
+        table.add_row("calibration error (ECE)", f"{u['ece']:.3f}")
     console().print(table)
     click.echo(f"report: {metrics_file}\nper question: {questions_file}")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import click
 
 from reader.training import TrainConfig
-from spanqa.cli._errors import friendly_errors, settings_from
+from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
 from spanqa.errors import first_line
@@ -255,3 +256,98 @@ def reader_eval(
         for row in table:
             rendered.add_row(*("never" if row[key] is None else f"{row[key]:.2f}" for key in columns))
         console().print(rendered)
+
+
+@reader_group.command("calibrate")
+@click.argument("run", type=click.Path(exists=True))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Where the calibrator goes (default: calibration.json beside the reader setting's local model).",
+)
+@click.option("--plot", type=click.Path(dir_okay=False), help="Also draw the reliability diagram (PNG).")
+@json_option("the metrics")
+@click.pass_context
+@friendly_errors
+def reader_calibrate(ctx: click.Context, run: str, out: str | None, plot: str | None, as_json: bool) -> None:
+    """Fit the score calibrator on RUN, an `eval squad --unanswerable --out` folder or its questions.jsonl."""
+    from reader.calibration import CALIBRATION_FILE, fit_calibrator
+    from reader.model import resolve_reader_model
+    from spanqa.evaluation import abstention_report, read_questions
+
+    settings = settings_from(ctx)
+    records = read_questions(run)
+    candidates = [r for r in records if r.get("features")]
+    calibrator, metrics = fit_calibrator(
+        [r["features"] for r in candidates],
+        [bool(r["right"]) for r in candidates],
+        [r["article"] for r in candidates],
+        info={"run": str(run), "reader_model": settings.reader_model, "questions": len(records)},
+    )
+    target = Path(out) if out else Path(resolve_reader_model(settings.reader_model)) / CALIBRATION_FILE
+    calibrator.save(target)
+    # The curve over thresholds as the calibrated score would draw it, each question scored by a model
+    # that never saw its article.
+    held_out = {id(r): p for r, p in zip(candidates, metrics["probabilities_cv"], strict=True)}
+    rescored = [{**r, "score": held_out.get(id(r))} for r in records]
+    report = abstention_report(rescored, settings.min_score)
+    summary = {
+        "calibrator": str(target),
+        "answers": metrics["answers"],
+        "right": metrics["right"],
+        "folds": metrics["folds"],
+        "ece_cv": round(metrics["ece_cv"], 4),
+        "ece_relative_score": round(metrics["ece_relative_score"], 4),
+        "reliability_cv": [
+            {"bin": f"{low:.1f}-{high:.1f}", "answers": n, "mean_score": round(p, 4), "right": round(a, 4)}
+            for low, high, n, p, a in metrics["reliability_cv"]
+        ],
+        "curve_cv": report["curve"],
+    }
+    if plot:
+        _plot_reliability(metrics["reliability_cv"], metrics["ece_cv"], Path(plot))
+        summary["plot"] = plot
+    if as_json:
+        print_json(summary)
+        return
+    click.echo(
+        f"calibrator written to {target}: {metrics['answers']} answers ({metrics['right']} right), "
+        f"ECE {metrics['ece_cv']:.3f} by {metrics['folds']}-fold cross-validation over articles "
+        f"(the relative score: {metrics['ece_relative_score']:.3f})"
+    )
+    from rich.table import Table
+
+    table = Table("min_score", "right answers kept %", "abstain unseen %", "abstain cut %", show_edge=False)
+    for row in report["curve"]:
+        table.add_row(
+            f"{row['threshold']:.2f}",
+            f"{row['right_kept']:.1f}",
+            f"{row['abstain_unseen_article']:.1f}",
+            f"{row['abstain_cut_paragraph']:.1f}",
+        )
+    console().print(table)
+
+
+def _plot_reliability(rows: list[tuple[float, float, int, float, float]], ece: float, path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise UserError("--plot needs matplotlib: pip install matplotlib") from exc
+    figure, axes = plt.subplots(figsize=(4.5, 4.5), dpi=120)
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
+    centers = [(low + high) / 2 for low, high, _, _, _ in rows]
+    axes.bar(centers, [a for *_, a in rows], width=0.09, alpha=0.7, label="share right")
+    axes.plot([p for _, _, _, p, _ in rows], [a for *_, a in rows], marker="o", color="black", label="bins")
+    axes.set_xlabel("score (calibrated, out of fold)")
+    axes.set_ylabel("share of answers that are right")
+    axes.set_title(f"Reliability, ECE {ece:.3f}")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1)
+    axes.legend(loc="upper left", fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)

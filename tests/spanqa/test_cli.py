@@ -89,7 +89,13 @@ def test_ask_prints_answers_with_exact_offsets(cli: tuple[CliRunner, dict[str, s
         document_text = json.loads(shown.output)["text"]
         assert answer["text"] and document_text[answer["char_start"] : answer["char_end"]] == answer["text"]
         assert Path(json.loads(shown.output)["path"]).name == Path(answer["path"]).name
-        assert 0 <= answer["score"] <= 1
+        assert 0 <= answer["score"] <= 1 and 0 <= answer["relative_score"] <= 1
+        assert isinstance(answer["reader_score"], float)
+    # --min-score hides answers less likely than it: at 1.0 (no answer is certain) nothing is left.
+    none = json.loads(invoke(cli, "ask", "Who won the game?", "--json", "--min-score", "1").output)
+    assert none["answers"] == [] and none["abstained"] and none["passages"]
+    refused = invoke(cli, "ask", "Who won the game?", "--min-score", "2")
+    assert refused.exit_code == 2
     text = invoke(cli, "ask", "Who won the game?")
     assert text.exit_code == 0
     assert ("no answer found" in text.output) or ("chars" in text.output)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from reader.calibration import FEATURES
 from spanqa.cli import main
 from spanqa.evaluation import contains_answer, recall_at
 from spanqa.settings import Settings
@@ -74,3 +75,64 @@ def test_sample_questions_is_reproducible_from_ids_and_keeps_file_order() -> Non
     expected = sorted(examples, key=lambda e: hashlib.sha1(e.id.encode()).hexdigest())[:7]
     assert {e.id for e in picked} == {e.id for e in expected}
     assert sample_questions(examples, len(examples) + 5) == examples
+
+
+def test_unanswerable_split_leaves_out_articles_and_paragraphs_whose_answers_are_gone() -> None:
+    from reader.squad import load_squad
+    from spanqa.evaluation import (
+        ANSWERABLE,
+        CUT_PARAGRAPH,
+        UNSEEN_ARTICLE,
+        article_texts,
+        unanswerable_split,
+    )
+
+    mini = Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json"
+    for data in (FIXTURE, mini):
+        examples = load_squad(data)
+        split = unanswerable_split(examples)
+        # A lone article is never left out (nothing would be indexed); of two or more, at least one is.
+        assert bool(split.articles_left_out) == (len({e.article_index for e in examples}) > 1)
+        texts = article_texts(examples, left_out=split.paragraphs_left_out)
+        for e in examples:
+            kind = split.kinds.get(e.id)
+            if e.article_index in split.articles_left_out:
+                assert kind == UNSEEN_ARTICLE
+            elif kind == CUT_PARAGRAPH:
+                assert (e.article_index, e.paragraph_index) in split.paragraphs_left_out
+                assert not contains_answer(texts[e.article_index][1], [a.text for a in e.answers])
+            elif kind == ANSWERABLE:
+                assert e.context in texts[e.article_index][1]
+        assert len(split.kinds) + split.dropped == len(examples)
+
+
+def test_eval_squad_unanswerable_reports_abstention_and_calibration(
+    settings: Settings, tmp_path: Path
+) -> None:
+    env = {
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": "48",
+        "SPANQA_CHUNK_OVERLAP": "12",
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
+        "SPANQA_CONFIG": "",
+    }
+    out = tmp_path / "eval"
+    result = CliRunner().invoke(
+        main,
+        ["eval", "squad", str(FIXTURE), "--out", str(out), "--passages", "3", "--unanswerable", "--json"],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)
+    report = metrics["unanswerable"]
+    assert metrics["articles"] == 1 and report["articles_left_out"] == 1  # of the fixture's two
+    assert report["kinds"]["unseen_article"]["questions"] >= 1
+    assert all(0 <= k["abstained"] <= 100 for k in report["kinds"].values())
+    assert len(report["curve"]) == 20 and report["curve"][0]["right_kept"] in (0.0, 100.0)
+    kept = [row["right_kept"] for row in report["curve"]]
+    assert kept == sorted(kept, reverse=True)  # a higher threshold never keeps more
+    records = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert {r["kind"] for r in records} <= {"answerable", "unseen_article", "cut_paragraph"}
+    assert all(not r["right"] for r in records if r["kind"] != "answerable")
+    assert all(r["features"] is None or set(r["features"]) == set(FEATURES) for r in records)

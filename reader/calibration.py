@@ -1,0 +1,293 @@
+"""The answer's score as a probability of being right: features the pipeline already has, a logistic model.
+
+A candidate answer is described by the reader's evidence (span score, margin over "no answer", how it
+compares with the other candidates), the retriever's (cosine and BM25 score and rank of its passage before
+fusion), how many passages agree on the same text, how many of the question's words its passage and its
+sentence hold, and its length. A :class:`Calibrator` maps these to the probability that the answer is right;
+it is fitted (scikit-learn's logistic regression on standardized features) on the open-setting SQuAD run of
+``spanqa eval squad --unanswerable`` by ``spanqa reader calibrate`` and shipped as a small JSON file beside
+the reader. Applying it needs only numpy-free arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanqa.errors import SpanqaError
+
+#: The file beside a reader model that holds its calibrator.
+CALIBRATION_FILE = "calibration.json"
+CALIBRATION_VERSION = 1
+
+#: The features a calibrator reads, in order.
+FEATURES = (
+    "span_score",
+    "margin",
+    "relative_score",
+    "retrieval",
+    "passage_rank_inv",
+    "dense_score",
+    "dense_rank_inv",
+    "lexical_score",
+    "lexical_rank_inv",
+    "agreement",
+    "question_in_passage",
+    "question_in_sentence",
+    "answer_words",
+)
+
+_WORD = re.compile(r"\w+")
+# Words that say nothing about whether a passage is about the question.
+_STOP_WORDS_TEXT = """
+a an the of in on at to is was are were be been what which who whom whose when where why how did does do
+for by with and or from that this these those as it its than then there their his her he she they
+"""
+_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+
+
+class CalibrationError(SpanqaError):
+    """A calibration file that cannot be read, or data a calibrator cannot be fitted on."""
+
+
+def content_words(text: str) -> set[str]:
+    """The lowercased words of ``text`` without stop words."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP_WORDS}
+
+
+def word_share(question_words: set[str], text: str) -> float:
+    """The share of ``question_words`` that ``text`` holds (1.0 for a question of stop words only)."""
+    if not question_words:
+        return 1.0
+    return len(question_words & content_words(text)) / len(question_words)
+
+
+def _inverse_rank(rank: int | None) -> float:
+    return 1.0 / rank if rank else 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the features of one candidate answer are computed from."""
+
+    span_score: float
+    margin: float
+    relative_score: float
+    retrieval: float
+    passage_rank: int
+    dense_score: float | None
+    dense_rank: int | None
+    lexical_score: float | None
+    lexical_rank: int | None
+    agreement: int
+    passage_text: str
+    sentence: str
+    answer: str
+
+
+def features(question: str, candidate: Candidate) -> dict[str, float]:
+    """The calibrator's features of ``candidate`` for ``question``, by name (see ``FEATURES``)."""
+    words = content_words(question)
+    return {
+        "span_score": candidate.span_score,
+        "margin": candidate.margin,
+        "relative_score": candidate.relative_score,
+        "retrieval": candidate.retrieval,
+        "passage_rank_inv": _inverse_rank(candidate.passage_rank),
+        "dense_score": candidate.dense_score or 0.0,
+        "dense_rank_inv": _inverse_rank(candidate.dense_rank),
+        "lexical_score": math.log1p(max(candidate.lexical_score or 0.0, 0.0)),
+        "lexical_rank_inv": _inverse_rank(candidate.lexical_rank),
+        "agreement": math.log1p(candidate.agreement),
+        "question_in_passage": word_share(words, candidate.passage_text),
+        "question_in_sentence": word_share(words, candidate.sentence),
+        "answer_words": math.log1p(len(_WORD.findall(candidate.answer))),
+    }
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """A logistic model over standardized features: ``p = 1 / (1 + exp(-(b + sum(w * (x - mean) / scale))))``.
+
+    Attributes:
+        features: the feature names, in the order of the other lists.
+        mean, scale: per feature, what it is standardized with.
+        coef, intercept: the logistic model.
+        info: how it was fitted (data, questions, cross-validated ECE, ...).
+    """
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        """The probability that the answer with these feature values is right."""
+        z = self.intercept
+        for name, mean, scale, weight in zip(self.features, self.mean, self.scale, self.coef, strict=True):
+            z += weight * (float(values.get(name, 0.0)) - mean) / scale
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": CALIBRATION_VERSION,
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "coef": list(self.coef),
+            "intercept": self.intercept,
+            "info": self.info,
+        }
+
+    def save(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibrator:
+        """Read a calibrator written by :meth:`save`.
+
+        Raises:
+            CalibrationError: the file is unreadable or not a calibrator of this version.
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            if data.get("version") != CALIBRATION_VERSION:
+                raise ValueError(f"version {data.get('version')!r}, expected {CALIBRATION_VERSION}")
+            calibrator = cls(
+                features=tuple(data["features"]),
+                mean=tuple(float(v) for v in data["mean"]),
+                scale=tuple(float(v) or 1.0 for v in data["scale"]),
+                coef=tuple(float(v) for v in data["coef"]),
+                intercept=float(data["intercept"]),
+                info=dict(data.get("info") or {}),
+            )
+            lengths = {len(calibrator.mean), len(calibrator.scale), len(calibrator.coef)}
+            if lengths != {len(calibrator.features)}:
+                raise ValueError("feature lists of different lengths")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CalibrationError(f"cannot read calibration file {path}: {exc}") from exc
+        return calibrator
+
+
+def calibrator_for(model_location: str | Path) -> Calibrator | None:
+    """The calibrator shipped beside a local reader model, or None (a hub model, or none fitted)."""
+    path = Path(model_location) / CALIBRATION_FILE
+    return Calibrator.load(path) if path.is_file() else None
+
+
+def expected_calibration_error(
+    probabilities: Sequence[float], labels: Sequence[bool], bins: int = 10
+) -> float:
+    """ECE: over equal-width probability bins, the gap between mean probability and accuracy, weighted by
+    the bin's share of the answers."""
+    if not probabilities:
+        return 0.0
+    total = 0.0
+    for low, high, count, mean_p, accuracy in reliability(probabilities, labels, bins):
+        del low, high
+        total += count * abs(mean_p - accuracy)
+    return total / len(probabilities)
+
+
+def reliability(
+    probabilities: Sequence[float], labels: Sequence[bool], bins: int = 10
+) -> list[tuple[float, float, int, float, float]]:
+    """Per non-empty bin: (low, high, answers, mean probability, share right) - a reliability diagram."""
+    rows = []
+    for index in range(bins):
+        low, high = index / bins, (index + 1) / bins
+        members = [
+            (p, y)
+            for p, y in zip(probabilities, labels, strict=True)
+            if low <= p < high or (index == bins - 1 and p == 1.0)
+        ]
+        if members:
+            mean_p = sum(p for p, _ in members) / len(members)
+            accuracy = sum(1.0 for _, y in members if y) / len(members)
+            rows.append((low, high, len(members), mean_p, accuracy))
+    return rows
+
+
+def fit_calibrator(
+    rows: Sequence[Mapping[str, float]],
+    labels: Sequence[bool],
+    groups: Sequence[str],
+    *,
+    folds: int = 5,
+    info: dict[str, Any] | None = None,
+) -> tuple[Calibrator, dict[str, Any]]:
+    """Fit a calibrator, and measure it by cross-validation with whole groups (articles) held out.
+
+    Args:
+        rows: per candidate answer, its features by name.
+        labels: whether each is right.
+        groups: per candidate, its article: a fold never splits an article between fit and measure.
+        folds: cross-validation folds (at most the number of groups).
+        info: what to record about the data in the calibrator.
+
+    Returns:
+        The calibrator fitted on all rows, and metrics: cross-validated ECE, its reliability table, the
+        out-of-fold probabilities (for threshold curves), and the ECE of the raw relative score.
+
+    Raises:
+        CalibrationError: too little data, or only one class.
+    """
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+    from sklearn.preprocessing import StandardScaler
+
+    y = np.array([bool(v) for v in labels])
+    if len(y) < 20 or y.all() or not y.any():
+        raise CalibrationError("calibration needs at least 20 answers, some right and some wrong")
+    x = np.array([[float(row.get(name, 0.0)) for name in FEATURES] for row in rows])
+    group_array = np.array(list(groups))
+    n_folds = min(folds, len(set(groups)))
+    if n_folds < 2:
+        raise CalibrationError("calibration needs answers from at least two articles")
+
+    def model() -> tuple[StandardScaler, LogisticRegression]:
+        return StandardScaler(), LogisticRegression(C=1.0, max_iter=1000)
+
+    out_of_fold = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=n_folds).split(x, y, group_array):
+        scaler, logistic = model()
+        logistic.fit(scaler.fit_transform(x[train]), y[train])
+        out_of_fold[test] = logistic.predict_proba(scaler.transform(x[test]))[:, 1]
+    scaler, logistic = model()
+    logistic.fit(scaler.fit_transform(x), y)
+    probabilities = [float(p) for p in out_of_fold]
+    raw = [float(row.get("relative_score", 0.0)) for row in rows]
+    label_list = [bool(v) for v in y]
+    ece_cv = expected_calibration_error(probabilities, label_list)
+    metrics: dict[str, Any] = {
+        "answers": len(label_list),
+        "right": int(y.sum()),
+        "folds": n_folds,
+        "ece_cv": ece_cv,
+        "ece_relative_score": expected_calibration_error(raw, label_list),
+        "reliability_cv": reliability(probabilities, label_list),
+        "probabilities_cv": probabilities,
+    }
+    calibrator = Calibrator(
+        features=FEATURES,
+        mean=tuple(float(v) for v in scaler.mean_),
+        scale=tuple(float(v) or 1.0 for v in scaler.scale_),
+        coef=tuple(float(v) for v in logistic.coef_[0]),
+        intercept=float(logistic.intercept_[0]),
+        info={**(info or {}), "answers": len(label_list), "ece_cv": round(ece_cv, 4)},
+    )
+    return calibrator, metrics
