@@ -166,12 +166,15 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         ask_seconds: list[float] = []
         search_seconds: list[float] = []
         misses = []
+        scored: list[tuple[float | None, bool]] = []
         for number, q in enumerate(asked, 1):
             t0 = time.perf_counter()
             found_passages = pipeline.search(runtime, q.question, top_k=max(10, n_passages)).passages
             search_seconds.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            result = pipeline.ask(runtime, q.question, passages=n_passages)
+            # The best answer whatever its score: answer_right stays comparable across sessions, and the
+            # calibration block below scores the min_score setting from the same answers.
+            result = pipeline.ask(runtime, q.question, passages=n_passages, min_score=0.0)
             ask_seconds.append(time.perf_counter() - t0)
             outcome, chunk_rank = score_question(
                 q,
@@ -181,6 +184,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             )
             outcomes.append(outcome)
             top = result.answers[0] if result.answers else None
+            scored.append((top.score if top else None, outcome["answer_right"]))
             if not outcome["answer_right"]:
                 misses.append(
                     {
@@ -225,11 +229,30 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
             "wall_seconds": round(ingest_wall, 1),
         },
         **summarize_outcomes(asked, outcomes),
+        "calibration": calibration_summary(scored, settings.min_score),
         "ask_p50_ms": ask_ms["p50_ms"],
         "ask_p95_ms": ask_ms["p95_ms"],
         "ask_ms": ask_ms,
         "search_ms": summarize_ms(search_seconds),
         "misses": misses,
+    }
+
+
+def calibration_summary(scored: list[tuple[float | None, bool]], min_score: float) -> dict[str, Any]:
+    """How the top answers' scores fare on these questions: ECE, and what the min_score setting hides."""
+    from reader.calibration import expected_calibration_error
+
+    with_answer = [(p, right) for p, right in scored if p is not None]
+    shown = [(p, right) for p, right in with_answer if p >= min_score]
+    right_total = sum(right for _, right in with_answer)
+    return {
+        "min_score": min_score,
+        "ece": round(expected_calibration_error([p for p, _ in with_answer], [r for _, r in with_answer]), 4),
+        "mean_score": round(sum(p for p, _ in with_answer) / max(len(with_answer), 1), 4),
+        "answered": round(100.0 * len(shown) / max(len(scored), 1), 1),
+        "right_shown": round(100.0 * sum(r for _, r in shown) / max(len(scored), 1), 1),
+        "right_kept": round(100.0 * sum(r for _, r in shown) / max(right_total, 1), 1),
+        "precision_shown": round(100.0 * sum(r for _, r in shown) / max(len(shown), 1), 1),
     }
 
 

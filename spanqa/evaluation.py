@@ -236,6 +236,7 @@ def evaluate_squad(
         questions = sample_questions(questions, sample)
     kinds = split.kinds if split is not None else {}
     n_passages = passages or runtime.settings.passages
+    min_score = runtime.settings.min_score
     corpus = runtime.settings.data_dir / "corpus"
     n_articles = write_articles(
         examples,
@@ -266,7 +267,10 @@ def evaluate_squad(
         golds = [a.text for a in ex.answers]
         t0 = time.perf_counter()
         found = pipeline.search(runtime, ex.question, top_k=depth)
-        result = pipeline.ask(runtime, ex.question, passages=n_passages, answers=1, found=found)
+        # The best candidate whatever its score, so that every threshold can be scored from one run.
+        result = pipeline.ask(
+            runtime, ex.question, passages=n_passages, answers=1, min_score=0.0, found=found
+        )
         total = time.perf_counter() - t0
         hits = [contains_answer(p.text, golds) for p in found.passages] if golds else []
         recalls = recall_at(hits)
@@ -274,7 +278,8 @@ def evaluate_squad(
             recall_counts[k] += int(ok)
         kind = kinds.get(ex.id, ANSWERABLE)
         top = result.answers[0] if result.answers else None
-        prediction = top.text if top else ""
+        answered = top is not None and top.score >= min_score
+        prediction = top.text if top is not None and answered else ""
         end_to_end[ex.id] = prediction
         if kind == ANSWERABLE:
             gold_read = runtime.reader.run(ex.question, [ex.context])
@@ -291,8 +296,11 @@ def evaluate_squad(
                 "kind": kind,
                 "article": ex.title,
                 "prediction": prediction,
-                "right": bool(top) and kind == ANSWERABLE and score_prediction(prediction, golds)[0] == 1.0,
-                "abstained": not result.answers,
+                "candidate": top.text if top else None,
+                "right": top is not None
+                and kind == ANSWERABLE
+                and score_prediction(top.text, golds)[0] == 1.0,
+                "abstained": not answered,
                 "score": top.score if top else None,
                 "relative_score": top.relative_score if top else None,
                 "features": top.features if top else None,
@@ -336,7 +344,7 @@ def evaluate_squad(
         },
     }
     if split is not None:
-        metrics["unanswerable"] = abstention_report(records, runtime.settings.min_score)
+        metrics["unanswerable"] = abstention_report(records, min_score)
         metrics["unanswerable"]["dropped_questions"] = split.dropped
         metrics["unanswerable"]["articles_left_out"] = len(split.articles_left_out)
         metrics["unanswerable"]["paragraphs_left_out"] = len(split.paragraphs_left_out)

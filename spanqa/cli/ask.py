@@ -89,6 +89,7 @@ def ask(
     from workers.client import StoreGateway
 
     settings = settings_from(ctx)
+    threshold = settings.min_score if min_score is None else min_score
     with Runtime(settings) as runtime:
         gateway = StoreGateway(runtime)
         if question != "-":
@@ -97,7 +98,7 @@ def ask(
             result = gateway.ask(
                 question, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json)
+            _print_answers(result, as_json=as_json, min_score=threshold)
             return
         interactive = sys.stdin.isatty() and not as_json
         gateway.warm_up_reader()
@@ -118,10 +119,10 @@ def ask(
             result = gateway.ask(
                 line, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json, compact_json=True)
+            _print_answers(result, as_json=as_json, min_score=threshold, compact_json=True)
 
 
-def _print_answers(result: AskResult, *, as_json: bool, compact_json: bool = False) -> None:
+def _print_answers(result: AskResult, *, as_json: bool, min_score: float, compact_json: bool = False) -> None:
     if as_json:
         data = {
             "question": result.question,
@@ -139,7 +140,12 @@ def _print_answers(result: AskResult, *, as_json: bool, compact_json: bool = Fal
         out.print("no answer found: no passages to read")
         return
     if result.abstained:
-        out.print("[yellow]no answer found in your documents[/yellow]; the closest passages:")
+        hint = (
+            f" (none is {min_score:.0%} likely; --min-score 0 shows less likely answers)"
+            if min_score > 0
+            else ""
+        )
+        out.print(f"[yellow]no answer found in your documents[/yellow]{hint}; the closest passages:")
         for p in result.passages[:3]:
             out.print(
                 f"  {p.score:.3f}  [cyan]{where(p.path, p.page)}[/cyan]  chars {p.char_start}-{p.char_end}"
