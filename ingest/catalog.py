@@ -393,21 +393,17 @@ class Catalog:
     def record_failure(
         self, *, path: str, relative_path: str, error: str, size: int = 0, mtime: float = 0.0
     ) -> bool:
-        """Record that a file could not be loaded.
+        """Record that a file could not be loaded: it is failed, with its reason, and has no chunks.
 
-        A document that was indexed before keeps its text, chunks and status (nothing answerable is lost);
-        only its error is set. Returns True when an indexed version was kept.
+        An indexed version is dropped too (its text is no longer what the file holds, so it must not answer);
+        returns True when there was one, so that the caller drops its points as well.
         """
         document_id = document_id_for(path)
-        now = _now()
         with self._writing() as s:
             row = self._claim_document(
                 s, document_id, path=path, relative_path=relative_path, status=DocumentStatus.FAILED
             )
-            if row.status == DocumentStatus.INDEXED.value:
-                row.error = f"last update failed: {error}"
-                row.updated_at = now
-                return True
+            was_indexed = row.status == DocumentStatus.INDEXED.value
             row.relative_path = relative_path
             row.status = DocumentStatus.FAILED.value
             row.error = error
@@ -416,9 +412,9 @@ class Catalog:
             row.sha256 = ""
             row.text = ""
             row.num_chunks = 0
-            row.updated_at = now
+            row.updated_at = _now()
             s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id))
-            return False
+            return was_indexed
 
     def mark_deleted(self, document_id: str) -> None:
         """Mark a document deleted and drop its chunks (its points must be dropped by the caller)."""

@@ -316,10 +316,16 @@ class IngestJob:
         return outcomes
 
     def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:
-        self.catalog.record_failure(
-            path=str(item.path), relative_path=item.relative_path, error=reason, size=size, mtime=mtime
+        """Record a file that cannot be loaded; a version indexed before stops answering (points dropped)."""
+        path = str(item.path)
+        had_version = self.catalog.record_failure(
+            path=path, relative_path=item.relative_path, error=reason, size=size, mtime=mtime
         )
-        return FileOutcome(str(item.path), FAILED, 0, reason)
+        if had_version:
+            active = self.catalog.active_index()
+            if active is not None and self.index.has_collection(active.collection):
+                self.index.delete_document(active.collection, document_id_for(path))
+        return FileOutcome(path, FAILED, 0, reason)
 
     # Housekeeping ------------------------------------------------------------------------------------
 
@@ -372,19 +378,22 @@ class IngestJob:
             logger.warning("restored %d missing points in %s", len(missing), collection)
         return len(missing)
 
-    def prune(self, paths: Sequence[str | Path]) -> list[FileOutcome]:
-        """Mark deleted the documents under the given folders whose files no longer exist."""
-        outcomes = []
-        active = self.catalog.active_index()
+    def vanished(self, paths: Sequence[str | Path]) -> list[Document]:
+        """The documents under the given folders whose files no longer exist."""
+        gone: list[Document] = []
         for raw in paths:
             root = Path(raw).expanduser().absolute()
-            if not root.is_dir():
-                continue
-            for doc in self.catalog.paths_under(str(root)):
-                if os.path.exists(doc.path):
-                    continue
-                self.remove_document(doc.id, collection=active.collection if active else None)
-                outcomes.append(FileOutcome(doc.path, PRUNED, 0))
+            if root.is_dir():
+                gone.extend(d for d in self.catalog.paths_under(str(root)) if not os.path.exists(d.path))
+        return gone
+
+    def prune(self, paths: Sequence[str | Path]) -> list[FileOutcome]:
+        """Mark deleted the documents under the given folders whose files no longer exist."""
+        active = self.catalog.active_index()
+        outcomes = []
+        for doc in self.vanished(paths):
+            self.remove_document(doc.id, collection=active.collection if active else None)
+            outcomes.append(FileOutcome(doc.path, PRUNED, 0))
         return outcomes
 
     def remove_document(self, document_id: str, *, collection: str | None = None) -> None:

@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--prune", is_flag=True, help="Drop documents whose files have vanished from these folders.")
+@click.option(
+    "--prune/--no-prune",
+    default=True,
+    show_default=True,
+    help="Drop documents whose files have vanished from these folders (renamed files count as vanished).",
+)
 @file_filter_options
 @click.option("--background", is_flag=True, help="Enqueue the work for `spanqa worker` and print a job id.")
 @json_option("the report")
@@ -33,7 +38,11 @@ def ingest(
     background: bool,
     as_json: bool,
 ) -> None:
-    """Load, chunk and embed every file under PATHS (new and changed files only)."""
+    """Load, chunk and embed every file under PATHS (new and changed files only).
+
+    The index mirrors the folders: files that vanished from them are dropped (--no-prune keeps them), and a
+    file that no longer loads stops answering until it loads again.
+    """
     from spanqa.runtime import Runtime
 
     settings = settings_from(ctx)
@@ -65,7 +74,8 @@ def ingest(
             }
         )
     else:
-        _print_report(report, found_any=bool(found) or prune)
+        kept = 0 if prune else len(job_runner.vanished(paths))
+        _print_report(report, found_any=bool(found) or prune, vanished_kept=kept)
     ctx.exit(report.exit_code)
 
 
@@ -93,7 +103,7 @@ def _run_with_progress(
         return job.run(paths, prune=prune, include=include, exclude=exclude, on_progress=on_progress)
 
 
-def _print_report(report: IngestReport, *, found_any: bool) -> None:
+def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) -> None:
     out = console()
     if not found_any:
         out.print("nothing to ingest: no supported files found")
@@ -102,7 +112,8 @@ def _print_report(report: IngestReport, *, found_any: bool) -> None:
     rate = report.chunks_embedded / report.seconds if report.seconds > 0 else 0.0
     out.print(
         f"{s['new']} new, {s['changed']} changed, {s['unchanged']} unchanged, {s['failed']} failed"
-        + (f", {s['pruned']} pruned" if s["pruned"] else "")
+        + (f", {s['pruned']} vanished (dropped)" if s["pruned"] else "")
+        + (f", {vanished_kept} vanished (kept: --no-prune)" if vanished_kept else "")
         + f" · {report.chunks_embedded} chunks embedded in {report.seconds:.1f}s ({rate:.1f} chunks/s)"
     )
     for outcome in report.failures:

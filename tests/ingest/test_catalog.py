@@ -212,16 +212,15 @@ def test_save_indexed_replaces_chunks(catalog: Catalog) -> None:
     assert catalog.counts()["chunks"] == 2
 
 
-def test_record_failure_keeps_an_indexed_version(catalog: Catalog) -> None:
+def test_record_failure_drops_an_indexed_version(catalog: Catalog) -> None:
     doc = make_document()
-    chunks = make_chunks(doc)
-    catalog.save_indexed(doc, chunks)
-    kept = catalog.record_failure(path=doc.path, relative_path=doc.relative_path, error="cannot read")
-    assert kept is True
+    catalog.save_indexed(doc, make_chunks(doc))
+    assert catalog.record_failure(path=doc.path, relative_path=doc.relative_path, error="cannot read") is True
     got = catalog.get_document(doc.id)
-    assert got is not None and got.status == DocumentStatus.INDEXED and got.text == doc.text
-    assert got.error == "last update failed: cannot read"
-    assert catalog.chunks_of(doc.id) == chunks
+    assert got is not None and got.status == DocumentStatus.FAILED and got.text == ""
+    assert got.error == "cannot read" and got.num_chunks == 0
+    assert catalog.chunks_of(doc.id) == []
+    assert catalog.record_failure(path=doc.path, relative_path=doc.relative_path, error="again") is False
 
     new_path = "/data/notes/broken.pdf"
     assert catalog.record_failure(path=new_path, relative_path="broken.pdf", error="bad pdf", size=7) is False
@@ -230,7 +229,7 @@ def test_record_failure_keeps_an_indexed_version(catalog: Catalog) -> None:
     assert failed.size == 7 and failed.num_chunks == 0
     assert catalog.record_failure(path=new_path, relative_path="broken.pdf", error="still bad") is False
     assert catalog.get_document(document_id_for(new_path)).error == "still bad"  # type: ignore[union-attr]
-    assert catalog.counts()["failed"] == 1
+    assert catalog.counts()["failed"] == 2  # both: the dropped version and the file that never loaded
 
 
 def test_mark_deleted(catalog: Catalog) -> None:
@@ -422,8 +421,12 @@ def test_concurrent_failure_and_save_of_one_document(catalog: Catalog) -> None:
 
     assert run_threads(4, work) == []
     got = catalog.get_document(doc.id)
-    assert got is not None and got.status == DocumentStatus.INDEXED  # once indexed, a failure keeps it
-    assert len(catalog.chunks_of(doc.id)) == got.num_chunks == len(make_chunks(doc))
+    # Whichever came last wins, whole: indexed with all its chunks, or failed with none.
+    assert got is not None
+    if got.status == DocumentStatus.INDEXED:
+        assert len(catalog.chunks_of(doc.id)) == got.num_chunks == len(make_chunks(doc))
+    else:
+        assert got.status == DocumentStatus.FAILED and catalog.chunks_of(doc.id) == [] and got.num_chunks == 0
 
 
 # Migrations ----------------------------------------------------------------------------------------------

@@ -208,28 +208,43 @@ def test_unreadable_file_is_recorded(env: Env) -> None:
     assert report.outcomes[0].status == FAILED
 
 
-def test_a_broken_update_keeps_the_indexed_version(env: Env) -> None:
-    write_tree(env.docs, {"report.pdf": b"", "notes.txt": TEXTS["broncos.txt"]})
-    (env.docs / "report.pdf").unlink()
+@pytest.mark.parametrize("breakage", ["emptied", "corrupted"])
+def test_a_file_that_no_longer_loads_stops_answering(env: Env, breakage: str) -> None:
+    write_tree(env.docs, {"notes.txt": TEXTS["broncos.txt"], "other.txt": TEXTS["warsaw.md"]})
     env.job.run([env.docs])
-    doc = env.catalog.get_document_by_path(str(env.docs / "notes.txt"))
-    assert doc is not None
-    chunks = env.catalog.counts()["chunks"]
-    (env.docs / "notes.txt").write_bytes(b"\x00\x01\x02" * 100)
+    notes = env.docs / "notes.txt"
+    doc = env.catalog.get_document_by_path(str(notes))
+    assert doc is not None and doc.num_chunks > 0
+    if breakage == "emptied":
+        notes.write_bytes(b"")
+    else:
+        notes.write_bytes(b"\x00\x01\x02" * 100)
     report = env.job.run([env.docs])
-    assert report.outcomes[0].status == FAILED and report.exit_code == 1
-    kept = env.catalog.get_document(doc.id)
+    assert [o.status for o in report.outcomes if o.path == str(notes)] == [FAILED] and report.exit_code == 1
+    failed = env.catalog.get_document(doc.id)
+    assert failed is not None and failed.status == DocumentStatus.FAILED and failed.text == ""
+    assert env.catalog.chunks_of(doc.id) == []
     assert (
-        kept is not None
-        and kept.status == DocumentStatus.INDEXED
-        and "last update failed" in (kept.error or "")
-    )
-    assert env.catalog.counts()["chunks"] == chunks
+        env.index.count(env.collection, document_id=doc.id) == 0
+    )  # no point can bring it back into an answer
     env.assert_consistent()
     # Fixed again: indexed anew, error cleared.
-    (env.docs / "notes.txt").write_text(TEXTS["warsaw.md"])
-    assert env.job.run([env.docs]).outcomes[0].status == "changed"
+    notes.write_text(TEXTS["warsaw.md"])
+    assert [o.status for o in env.job.run([env.docs]).outcomes if o.path == str(notes)] == ["new"]
     assert env.catalog.get_document(doc.id).error is None  # type: ignore[union-attr]
+
+
+def test_vanished_and_renamed_files_are_pruned(env: Env) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"], "b.txt": TEXTS["warsaw.md"]})
+    env.job.run([env.docs], prune=True)
+    a = env.catalog.get_document_by_path(str(env.docs / "a.txt"))
+    (env.docs / "b.txt").unlink()
+    (env.docs / "a.txt").rename(env.docs / "c.txt")
+    report = env.job.run([env.docs], prune=True)
+    assert report.summary()["pruned"] == 2 and report.summary()["new"] == 1
+    assert a is not None and env.catalog.get_document(a.id).status == DocumentStatus.DELETED  # type: ignore[union-attr]
+    assert env.index.count(env.collection, document_id=a.id) == 0
+    env.assert_consistent()
 
 
 def test_missing_path_and_empty_folder(env: Env, tmp_path: Path) -> None:

@@ -174,3 +174,22 @@ def test_db_upgrade_and_doctor(cli: tuple[CliRunner, dict[str, str], Path]) -> N
         "orphans_removed": 0,
         "missing_restored": 0,
     }
+
+
+def test_the_index_mirrors_the_folder(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    docs = cli[2]
+    invoke(cli, "ingest", str(docs))
+    (docs / "warsaw.md").rename(docs.parent / "warsaw.md")  # moved out of the folder
+    kept = invoke(cli, "ingest", str(docs), "--no-prune")
+    assert "1 vanished (kept: --no-prune)" in kept.output
+    dropped = invoke(cli, "ingest", str(docs))
+    assert "1 vanished (dropped)" in dropped.output and dropped.exit_code == 0
+    (docs / "broncos.txt").write_text("")  # emptied: fails to load, and its old text stops answering
+    emptied = invoke(cli, "ingest", str(docs))
+    assert emptied.exit_code == 1 and "failed" in emptied.output
+    status = json.loads(invoke(cli, "status", "--json").output)
+    assert status["documents"] == {"indexed": 0, "failed": 1, "deleted": 1} and status["chunks"] == 0
+    found = json.loads(invoke(cli, "search", "Broncos Warsaw", "--json").output)
+    assert found["passages"] == []
+    asked = json.loads(invoke(cli, "ask", "Who won the game?", "--json", "--min-score", "0").output)
+    assert asked["answers"] == [] and asked["passages"] == []
