@@ -8,6 +8,7 @@ export needs torch once; it is cached under the model cache and checked against 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +108,9 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    partial = destination.with_suffix(".partial")
+    # One partial file per process: two processes exporting at once each finish theirs, and the rename
+    # that publishes it is atomic.
+    partial = destination.with_name(f"{destination.name}.{os.getpid()}.partial")
     # The quantizer logs advice about image models through logging.warning(), which would also give the root
     # logger a stderr handler for good: a null handler and a raised level keep both away from the user.
     root = logging.getLogger()

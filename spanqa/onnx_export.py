@@ -84,7 +84,9 @@ def export_module(
             return forward(self.inner, **dict(zip(names, inputs, strict=True)))
 
     destination.parent.mkdir(parents=True, exist_ok=True)
-    partial = destination.with_suffix(".partial")
+    # One partial file per process: two processes exporting at once each finish theirs, and the rename
+    # that publishes it is atomic.
+    partial = destination.with_name(f"{destination.name}.{os.getpid()}.partial")
     axes = {n: {0: "batch", 1: "tokens"} for n in [*names, *output_names]}
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes about Python control flow: harmless for export

@@ -16,6 +16,10 @@ from spanqa.errors import SpanqaError
 
 ENV_PREFIX = "SPANQA_"
 CONFIG_FILE_NAME = "spanqa.toml"
+#: The data folder's name; without a data_dir setting, the nearest one above the current folder is used.
+DATA_DIR_NAME = ".spanqa"
+#: The SQLite catalog's file in the data folder (when no database_url is set).
+CATALOG_FILE_NAME = "catalog.sqlite3"
 DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_READER_MODEL = "spanqa-reader-minilm"
 SECRET_FIELDS = frozenset({"qdrant_api_key"})
@@ -51,7 +55,7 @@ class Settings:
     Every field can be set as ``SPANQA_<FIELD NAME IN UPPER CASE>`` or as a key of ``spanqa.toml``.
     """
 
-    data_dir: Path = Path(".spanqa")
+    data_dir: Path = Path(DATA_DIR_NAME)
     database_url: str | None = None
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
@@ -96,12 +100,13 @@ class Settings:
         """The SQLAlchemy URL of the catalog: ``database_url`` or a SQLite file in the data directory."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.data_dir / 'catalog.sqlite3').resolve()}"
+        return f"sqlite:///{(self.data_dir / CATALOG_FILE_NAME).resolve()}"
 
     @property
     def model_cache(self) -> Path:
-        """Where derived model files (ONNX exports) are kept: ``model_cache_dir`` or ``data_dir/models``."""
-        return self.model_cache_dir or self.data_dir / "models"
+        """Where derived model files (ONNX exports, int8 copies) are kept: ``model_cache_dir``, else one
+        per-user cache shared by every data directory (``$XDG_CACHE_HOME/spanqa``, ``~/.cache/spanqa``)."""
+        return self.model_cache_dir or user_cache_dir()
 
     @property
     def qdrant_path(self) -> Path:
@@ -163,6 +168,9 @@ class Settings:
             elif name in RENAMED:
                 raise SettingsError(f"{key} was renamed: set {ENV_PREFIX}{RENAMED[name].upper()} instead")
         values.update({k: v for k, v in overrides.items() if v is not None})
+        if "data_dir" not in values:
+            # Like git: the nearest .spanqa above the current folder, else a new one here.
+            values["data_dir"] = find_data_dir() or Path.cwd() / DATA_DIR_NAME
         renamed = sorted(set(values) & set(RENAMED))
         if renamed:
             raise SettingsError(
@@ -172,6 +180,22 @@ class Settings:
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")
         return cls(**{name: _convert(name, value) for name, value in values.items()})
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache folder: ``$XDG_CACHE_HOME/spanqa``, else ``~/.cache/spanqa``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "spanqa"
+
+
+def find_data_dir(start: Path | None = None) -> Path | None:
+    """The nearest ``.spanqa`` folder in ``start`` (default: the current folder) or its parents, like git."""
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        candidate = folder / DATA_DIR_NAME
+        if candidate.is_dir():
+            return candidate
+    return None
 
 
 def setting_names() -> list[str]:

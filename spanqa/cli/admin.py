@@ -18,14 +18,19 @@ from spanqa.cli._output import console, print_json
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, failed files, index version, models and where data lives."""
     from ingest.catalog import Catalog
+    from ingest.db import display_url
     from spanqa.errors import redact_url
+    from spanqa.pipeline import has_data
 
     settings = settings_from(ctx)
-    with Catalog(settings.catalog_url) as catalog:
-        counts = catalog.counts()
-        active = catalog.active_index()
-        failed = [d for d in catalog.list_documents() if d.error]
-        catalog_url = catalog.safe_url
+    counts = {"indexed": 0, "failed": 0, "deleted": 0, "chunks": 0}
+    active, failed = None, []
+    if has_data(settings):  # looking never creates a data folder
+        with Catalog(settings.catalog_url) as catalog:
+            counts = catalog.counts()
+            active = catalog.active_index()
+            failed = [d for d in catalog.list_documents() if d.error]
+    catalog_url = display_url(settings.catalog_url)
     documents = {k: v for k, v in counts.items() if k != "chunks"}
     failed_files = [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed]
     data: dict[str, Any] = {
@@ -79,7 +84,11 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     """Put the vector index back in step with the catalog (after a crash or an interrupted rebuild)."""
     from spanqa.runtime import Runtime
 
-    with Runtime(settings_from(ctx)) as runtime:
+    settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
+    with Runtime(settings) as runtime:
         job = runtime.ingest_job()
         removed = job.remove_orphans()
         restored = job.restore_missing()

@@ -31,7 +31,11 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
 
     if not query.strip():
         raise UserError("the query is empty")
-    with Runtime(settings_from(ctx)) as runtime:
+    settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
+    with Runtime(settings) as runtime:
         result = StoreGateway(runtime).search(query, top_k=top_k, path_glob=path_glob)
     if as_json:
         print_json(
@@ -89,6 +93,9 @@ def ask(
     from workers.client import StoreGateway
 
     settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
     threshold = settings.min_score if min_score is None else min_score
     with Runtime(settings) as runtime:
         gateway = StoreGateway(runtime)

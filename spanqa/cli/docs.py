@@ -33,7 +33,11 @@ def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> N
     from ingest.catalog import Catalog
     from spanqa.types import DocumentStatus
 
-    with Catalog(settings_from(ctx).catalog_url) as catalog:
+    settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
+    with Catalog(settings.catalog_url) as catalog:
         documents = catalog.list_documents(status=DocumentStatus(status_filter) if status_filter else None)
     if as_json:
         print_json([document_dict(d) for d in documents])
@@ -60,7 +64,11 @@ def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool
     """Show one document (by id, id prefix or path) and its chunks."""
     from ingest.catalog import Catalog
 
-    with Catalog(settings_from(ctx).catalog_url) as catalog:
+    settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
+    with Catalog(settings.catalog_url) as catalog:
         document = one_document(catalog, reference)
         full = catalog.get_document(document.id)
         chunks = catalog.chunks_of(document.id)
@@ -100,7 +108,11 @@ def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     """Remove documents (by id, id prefix or path) from the index."""
     from spanqa.runtime import Runtime
 
-    with Runtime(settings_from(ctx)) as runtime:
+    settings = settings_from(ctx)
+    from spanqa.pipeline import require_data
+
+    require_data(settings)
+    with Runtime(settings) as runtime:
         targets = [one_document(runtime.catalog, ref) for ref in references]
         job = runtime.ingest_job()
         for document in targets:

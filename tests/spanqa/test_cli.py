@@ -193,3 +193,18 @@ def test_the_index_mirrors_the_folder(cli: tuple[CliRunner, dict[str, str], Path
     assert found["passages"] == []
     asked = json.loads(invoke(cli, "ask", "Who won the game?", "--json", "--min-score", "0").output)
     assert asked["answers"] == [] and asked["passages"] == []
+
+
+def test_reading_commands_never_create_a_data_folder(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    runner, env, docs = cli
+    missing = docs.parent / "nowhere" / ".spanqa"
+    for args in (["ask", "Who won?"], ["search", "Broncos"], ["docs", "list"], ["doctor"]):
+        result = runner.invoke(main, ["--data-dir", str(missing), *args], env=env)
+        assert (
+            result.exit_code == 2
+            and "nothing is indexed yet" in result.output
+            and str(missing) in result.output
+        )
+    status = runner.invoke(main, ["--data-dir", str(missing), "status", "--json"], env=env)
+    assert status.exit_code == 0 and json.loads(status.output)["chunks"] == 0
+    assert not missing.exists() and not missing.parent.exists()

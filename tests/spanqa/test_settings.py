@@ -7,12 +7,32 @@ import pytest
 from spanqa.settings import Settings, SettingsError, setting_names
 
 
-def test_defaults() -> None:
+def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     s = Settings.load(environ={}, config_file=None)
-    assert s.data_dir == Path(".spanqa")
+    assert s.data_dir == tmp_path / ".spanqa" and not s.data_dir.exists()  # looking creates nothing
     assert s.retriever_model == "sentence-transformers/all-MiniLM-L6-v2"
     assert s.catalog_url.startswith("sqlite:///") and s.catalog_url.endswith("catalog.sqlite3")
-    assert s.qdrant_path == Path(".spanqa/qdrant")
+    assert s.qdrant_path == tmp_path / ".spanqa" / "qdrant"
+    assert s.model_cache == tmp_path / "cache" / "spanqa"  # one per user, shared by every data folder
+
+
+def test_the_data_folder_is_found_like_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".spanqa").mkdir()
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert Settings.load(environ={}).data_dir == tmp_path / ".spanqa"
+    assert Settings.load(environ={"SPANQA_DATA_DIR": str(deep / "own")}).data_dir == deep / "own"
+    assert Settings.load(environ={}, data_dir=deep / "flag").data_dir == deep / "flag"
+
+
+def test_renamed_settings_say_their_new_name() -> None:
+    with pytest.raises(SettingsError, match="SPANQA_MAX_SEQ_LENGTH"):
+        Settings.load(environ={"SPANQA_MAX_SEQ_LEN": "256"})
+    with pytest.raises(SettingsError, match="doc_stride is now stride"):
+        Settings.load(environ={}, doc_stride=64)
 
 
 def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
