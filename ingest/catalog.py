@@ -35,6 +35,9 @@ from ingest.migrations import upgrade
 from spanqa.errors import first_line
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
 
+#: The shortest id prefix that finds a document (shorter ones would match too many).
+MIN_ID_PREFIX = 6
+
 DOCUMENT_ID_NAMESPACE = uuid.UUID("0b8f6d1e-3f0e-4a57-8f5c-5a4f2f7b9a11")
 
 
@@ -315,7 +318,7 @@ class Catalog:
                     | (DocumentRow.relative_path == reference)
                     | (
                         DocumentRow.id.startswith(reference)
-                        if len(reference) >= 6
+                        if len(reference) >= MIN_ID_PREFIX
                         else DocumentRow.id == reference
                     )
                 )

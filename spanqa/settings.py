@@ -149,15 +149,30 @@ class Settings:
         Raises:
             SettingsError: an unknown key, a value of the wrong type, or an unreadable config file.
         """
+        return cls.load_with_sources(config_file=config_file, environ=environ, **overrides)[0]
+
+    @classmethod
+    def load_with_sources(
+        cls,
+        *,
+        config_file: str | Path | None = None,
+        environ: dict[str, str] | None = None,
+        **overrides: Any,
+    ) -> tuple[Settings, dict[str, str]]:
+        """``load``, and where each setting came from: ``default``, ``file PATH``, ``env NAME``, ``option``
+        or ``found`` (the data folder found above the current one)."""
         env = dict(os.environ if environ is None else environ)
         values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         path = Path(config_file) if config_file else None
         if path is None and env.get(f"{ENV_PREFIX}CONFIG"):
             path = Path(env[f"{ENV_PREFIX}CONFIG"])
         if path is None and Path(CONFIG_FILE_NAME).is_file():
             path = Path(CONFIG_FILE_NAME)
         if path is not None:
-            values.update(_read_config_file(path))
+            from_file = _read_config_file(path)
+            values.update(from_file)
+            sources.update(dict.fromkeys(from_file, f"file {path}"))
         known = {f.name for f in fields(cls)}
         for key, raw in env.items():
             if not key.startswith(ENV_PREFIX) or key == f"{ENV_PREFIX}CONFIG":
@@ -165,12 +180,17 @@ class Settings:
             name = key[len(ENV_PREFIX) :].lower()
             if name in known:
                 values[name] = raw
+                sources[name] = f"env {key}"
             elif name in RENAMED:
                 raise SettingsError(f"{key} was renamed: set {ENV_PREFIX}{RENAMED[name].upper()} instead")
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        sources.update(dict.fromkeys(given, "option"))
         if "data_dir" not in values:
             # Like git: the nearest .spanqa above the current folder, else a new one here.
-            values["data_dir"] = find_data_dir() or Path.cwd() / DATA_DIR_NAME
+            found = find_data_dir()
+            values["data_dir"] = found or Path.cwd() / DATA_DIR_NAME
+            sources["data_dir"] = "found" if found else "default"
         renamed = sorted(set(values) & set(RENAMED))
         if renamed:
             raise SettingsError(
@@ -179,7 +199,8 @@ class Settings:
         unknown = sorted(set(values) - known)
         if unknown:
             raise SettingsError(f"unknown setting(s): {', '.join(unknown)}")
-        return cls(**{name: _convert(name, value) for name, value in values.items()})
+        settings = cls(**{name: _convert(name, value) for name, value in values.items()})
+        return settings, {name: sources.get(name, "default") for name in sorted(known)}
 
 
 def user_cache_dir() -> Path:

@@ -15,11 +15,22 @@ if TYPE_CHECKING:
     from spanqa.types import Document, Job, Passage
 
 
+# Wide enough that nothing is cut or wrapped when the output goes to a pipe or a file.
+PIPE_WIDTH = 1_000_000
+
+
 def console(stderr: bool = False) -> Console:
-    """A rich console (stdout, or stderr for progress); no syntax highlighting of numbers and paths."""
+    """A rich console (stdout, or stderr for progress); no syntax highlighting of numbers and paths.
+
+    Output to a pipe or a file is never cut to a width or wrapped: full paths, one record per line, for
+    grep and scripts.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)
+    if not out.is_terminal:
+        out = Console(stderr=stderr, highlight=False, width=PIPE_WIDTH, soft_wrap=True)
+    return out
 
 
 def progress_bar(

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from spanqa.cli._errors import friendly_errors, settings_from
+from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
 
@@ -129,3 +129,44 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"catalog {shown} is up to date (revision {after})")
     else:
         click.echo(f"catalog {shown} upgraded from {before or 'empty'} to {after}")
+
+
+@click.command("config")
+@json_option("the settings")
+@click.pass_context
+@friendly_errors
+def config(ctx: click.Context, as_json: bool) -> None:
+    """Every effective setting and where it came from (default, file, environment, option), secrets masked."""
+    from spanqa.errors import SpanqaError, first_line
+    from spanqa.settings import Settings
+
+    obj = ctx.find_root().obj or {}
+    try:
+        settings, sources = Settings.load_with_sources(
+            config_file=obj.get("config"), data_dir=obj.get("data_dir")
+        )
+    except SpanqaError as exc:
+        raise UserError(first_line(exc)) from exc
+    values = settings.public_dict()
+    if as_json:
+        print_json({name: {"value": values[name], "source": sources[name]} for name in values})
+        return
+    from rich.table import Table
+
+    table = Table("setting", "value", "from", show_edge=False)
+    for name, value in values.items():
+        table.add_row(name, "" if value is None else str(value), sources[name])
+    console().print(table)
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
+    """Print the shell completion script, e.g. `eval "$(spanqa completion bash)"` in ~/.bashrc."""
+    from click.shell_completion import get_completion_class
+
+    completer = get_completion_class(shell)
+    assert completer is not None  # the choices are the shells Click supports
+    root = ctx.find_root().command
+    click.echo(completer(root, {}, "spanqa", "_SPANQA_COMPLETE").source())

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from spanqa.cli._errors import UserError, friendly_errors, settings_from
+from spanqa.cli._errors import EXIT_FAILED_FILES, UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, document_dict, print_json, shorten
+
+_ID_PREFIX = re.compile(r"^[0-9a-f-]+$")
 
 if TYPE_CHECKING:
     from ingest.catalog import Catalog
@@ -107,17 +110,25 @@ def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool
 def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     """Remove documents (by id, id prefix or path) from the index."""
     from spanqa.runtime import Runtime
+    from spanqa.types import DocumentStatus
 
     settings = settings_from(ctx)
     from spanqa.pipeline import require_data
 
     require_data(settings)
+    already = 0
     with Runtime(settings) as runtime:
         targets = [one_document(runtime.catalog, ref) for ref in references]
         job = runtime.ingest_job()
         for document in targets:
+            if document.status == DocumentStatus.DELETED:
+                click.echo(f"already removed: {document.path}", err=True)
+                already += 1
+                continue
             job.remove_document(document.id)
             click.echo(f"removed {document.path}")
+    if already:
+        ctx.exit(EXIT_FAILED_FILES)
 
 
 def one_document(catalog: Catalog, reference: str) -> Document:
@@ -127,9 +138,19 @@ def one_document(catalog: Catalog, reference: str) -> Document:
         absolute = str(Path(reference).expanduser().absolute())
         candidates = catalog.find_documents(absolute)
     if not candidates:
+        from ingest.catalog import MIN_ID_PREFIX
+
+        if _ID_PREFIX.match(reference) and len(reference) < MIN_ID_PREFIX:
+            raise UserError(
+                f"'{reference}' is too short for an id prefix: give at least {MIN_ID_PREFIX} characters "
+                "(see `spanqa docs list`)"
+            )
         raise UserError(f"no document matches '{reference}' (see `spanqa docs list`)")
     if len(candidates) > 1:
+        names = ", ".join(f"{d.id[:8]} {d.path}" for d in candidates[:3])
+        more = f" and {len(candidates) - 3} more" if len(candidates) > 3 else ""
         raise UserError(
-            f"'{reference}' matches {len(candidates)} documents; give more of the id or the full path"
+            f"'{reference}' matches {len(candidates)} documents ({names}{more}): "
+            "give more of the id or the path"
         )
     return candidates[0]

@@ -12,7 +12,7 @@ import os
 import click
 
 from spanqa import __version__
-from spanqa.cli.admin import db_group, doctor, status
+from spanqa.cli.admin import completion, config, db_group, doctor, status
 from spanqa.cli.ask import ask, search
 from spanqa.cli.docs import docs_group
 from spanqa.cli.eval import eval_group
@@ -63,5 +63,7 @@ for _command in (
     status,
     doctor,
     db_group,
+    config,
+    completion,
 ):
     main.add_command(_command)

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanqa.cli import main
-from spanqa.settings import Settings
+from spanqa.settings import Settings, setting_names
 
 DOCS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. "
@@ -208,3 +208,36 @@ def test_reading_commands_never_create_a_data_folder(cli: tuple[CliRunner, dict[
     status = runner.invoke(main, ["--data-dir", str(missing), "status", "--json"], env=env)
     assert status.exit_code == 0 and json.loads(status.output)["chunks"] == 0
     assert not missing.exists() and not missing.parent.exists()
+
+
+def test_config_shows_every_setting_and_where_it_came_from(
+    cli: tuple[CliRunner, dict[str, str], Path],
+) -> None:
+    runner, env, _ = cli
+    result = runner.invoke(main, ["config", "--json"], env={**env, "SPANQA_QDRANT_API_KEY": "s3cret"})
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert set(shown) == set(setting_names())
+    assert shown["passages"] == {"value": 10, "source": "default"}
+    assert shown["data_dir"]["source"] == "env SPANQA_DATA_DIR"
+    assert shown["qdrant_api_key"]["value"] == "***" and "s3cret" not in result.output
+    flagged = runner.invoke(main, ["--data-dir", "/tmp/x", "config", "--json"], env=env)
+    assert json.loads(flagged.output)["data_dir"] == {"value": "/tmp/x", "source": "option"}
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts(cli: tuple[CliRunner, dict[str, str], Path], shell: str) -> None:
+    result = invoke(cli, "completion", shell)
+    assert result.exit_code == 0 and "_SPANQA_COMPLETE" in result.output
+
+
+def test_document_references_get_precise_messages(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    docs = cli[2]
+    invoke(cli, "ingest", str(docs))
+    listed = json.loads(invoke(cli, "docs", "list", "--json").output)
+    short = invoke(cli, "docs", "show", listed[0]["id"][:4])
+    assert short.exit_code == 2 and "too short for an id prefix" in short.output
+    target = listed[0]["path"]
+    assert invoke(cli, "docs", "remove", target).exit_code == 0
+    again = invoke(cli, "docs", "remove", target)
+    assert again.exit_code == 1 and "already removed" in again.output
