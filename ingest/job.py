@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import chunk_blocks
-from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file
+from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file, looks_like_text
 from ingest.walk import FoundFile, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
@@ -51,6 +52,8 @@ class IngestReport:
     seconds: float = 0.0
     chunks_embedded: int = 0
     orphans_removed: int = 0
+    #: Files under the folders that were not taken, by reason (hidden, not text, excluded).
+    skipped: dict[str, int] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -120,6 +123,8 @@ class IngestJob:
         self.max_file_bytes = max_file_bytes
         self.encode_group = encode_group
         self._collection: str | None = None
+        #: Files the last discovery left out, by reason (hidden, not text, excluded).
+        self.skipped: Counter[str] = Counter()
 
     # The run -----------------------------------------------------------------------------------------
 
@@ -152,6 +157,7 @@ class IngestJob:
             check_model(active.model_name, self.encoder.model_name)
         found = self.discover(paths, include=include, exclude=exclude)
         report = self.run_found(found, on_progress=on_progress)
+        report.skipped = dict(self.skipped)
         if prune:
             report.outcomes.extend(self.prune(paths))
         return report
@@ -196,7 +202,11 @@ class IngestJob:
     def discover(
         self, paths: Sequence[str | Path], *, include: Sequence[str] = (), exclude: Sequence[str] = ()
     ) -> list[FoundFile]:
-        """Every file the run would look at; raises PathNotFoundError for a missing path."""
+        """Every file the run would look at; raises PathNotFoundError for a missing path.
+
+        What it left out is counted by reason in ``self.skipped``.
+        """
+        self.skipped = Counter()
         found: list[FoundFile] = []
         seen: set[str] = set()
         for raw in paths:
@@ -204,7 +214,16 @@ class IngestJob:
             if not path.exists():
                 raise PathNotFoundError(f"no such file or folder: {raw}")
             if path.is_dir():
-                items = list(walk(path, extensions=SUPPORTED_EXTENSIONS, include=include, exclude=exclude))
+                items = list(
+                    walk(
+                        path,
+                        extensions=SUPPORTED_EXTENSIONS,
+                        include=include,
+                        exclude=exclude,
+                        is_text=looks_like_text,
+                        skipped=self.skipped,
+                    )
+                )
             else:
                 absolute = path.absolute()
                 items = [FoundFile(path=absolute, root=absolute.parent, explicit=True)]

@@ -37,6 +37,14 @@ HEAD_BYTES = 8192
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst"})
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown"})
 HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
+#: Never read as text, whatever their first bytes look like (archives, images, media, office files spanqa
+#: does not read, compiled code).
+_BINARY_EXTENSION_LIST = """
+.zip .gz .tgz .bz2 .xz .7z .tar .jar .png .jpg .jpeg .gif .bmp .ico .webp .svgz .mp3 .mp4 .wav .ogg .avi .mov
+.mkv .doc .xls .xlsx .ppt .pptx .odt .ods .odp .epub .pyc .o .so .a .dll .exe .bin .class .db .sqlite .sqlite3
+.woff .woff2 .ttf .otf
+"""
+BINARY_EXTENSIONS = frozenset(_BINARY_EXTENSION_LIST.split())
 SUPPORTED_EXTENSIONS: frozenset[str] = (
     TEXT_EXTENSIONS | MARKDOWN_EXTENSIONS | HTML_EXTENSIONS | frozenset({".pdf", ".docx"})
 )
@@ -283,6 +291,18 @@ def _sniff_head(head: bytes) -> str | None:
     return text if _looks_like_text(text) else None
 
 
+def looks_like_text(path: Path) -> bool:
+    """Whether a file of no supported extension holds text that spanqa can read (by its first bytes)."""
+    if path.suffix.lower() in BINARY_EXTENSIONS:
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return False
+    return bool(head.strip()) and _sniff_head(head) is not None
+
+
 def _is_docx_zip(path: Path) -> bool | None:
     """True/False when ``path`` is a readable zip with/without word/document.xml; None when unreadable."""
     try:
@@ -305,8 +325,8 @@ def detect_format(path: Path, head: bytes) -> str | None:
         head: the first bytes of the file (``HEAD_BYTES`` of them is plenty).
 
     Returns:
-        "txt", "md", "html", "pdf" or "docx"; None when the content is binary (NUL bytes, undecodable,
-        another zip type) or the type is unsupported.
+        "txt", "md", "html", "pdf" or "docx" ("txt" for any other text); None when the content is binary
+        (NUL bytes, undecodable, another zip type).
     """
     ext_format = _EXTENSION_FORMATS.get(path.suffix.lower())
     if head.lstrip(b" \t\r\n\x0c").startswith(b"%PDF-"):
@@ -323,7 +343,9 @@ def detect_format(path: Path, head: bytes) -> str | None:
         return ext_format
     if text is None:
         return None
-    return ext_format
+    # Text of a type without a loader of its own (an extensionless README, .csv, .json, source code) is
+    # read as plain text.
+    return ext_format or "txt"
 
 
 # ----------------------------------------------------------------------------------------------------------

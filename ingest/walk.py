@@ -5,7 +5,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,20 +40,28 @@ def matches(relative_path: str, patterns: Sequence[str]) -> bool:
     return False
 
 
+#: Why a file under a folder was not taken, as the ingest summary counts them.
+HIDDEN, NOT_TEXT, EXCLUDED = "hidden", "not text", "excluded"
+
+
 def walk(
     root: Path,
     *,
     extensions: frozenset[str],
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    is_text: Callable[[Path], bool] | None = None,
+    skipped: Counter[str] | None = None,
 ) -> Iterator[FoundFile]:
     """Yield the files under ``root`` to ingest, in a stable order.
 
     Hidden files and folders are skipped; symlinked folders are followed once (a loop is walked once, not
-    forever); files are kept when their extension is supported or they match ``include``, and dropped
-    when they match ``exclude``.
+    forever); files are kept when their extension is supported, when ``is_text`` says their content is text
+    (an extensionless README, a .csv, a source file), or when they match ``include``; they are dropped when
+    they match ``exclude``. ``skipped`` counts what was left out, by reason.
     """
     root = root.absolute()
+    counts: Counter[str] = skipped if skipped is not None else Counter()
     seen_dirs: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=_log_walk_error):
         real = os.path.realpath(dirpath)
@@ -60,19 +69,25 @@ def walk(
             dirnames[:] = []
             continue
         seen_dirs.add(real)
+        hidden_dirs = [d for d in dirnames if d.startswith(".")]
+        counts[HIDDEN] += len(hidden_dirs)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for filename in sorted(filenames):
             if filename.startswith("."):
+                counts[HIDDEN] += 1
                 continue
             path = Path(dirpath) / filename
             found = FoundFile(path=path, root=root)
             relative = found.relative_path
             if exclude and matches(relative, exclude):
+                counts[EXCLUDED] += 1
                 continue
             if include:
                 if not matches(relative, include):
+                    counts[EXCLUDED] += 1
                     continue
-            elif path.suffix.lower() not in extensions:
+            elif path.suffix.lower() not in extensions and not (is_text is not None and is_text(path)):
+                counts[NOT_TEXT] += 1
                 continue
             if not path.is_file():
                 continue

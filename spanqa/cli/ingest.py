@@ -70,6 +70,7 @@ def ingest(
                 "chunks_embedded": report.chunks_embedded,
                 "seconds": round(report.seconds, 3),
                 "orphans_removed": report.orphans_removed,
+                "skipped": report.skipped,
                 "files": [o.__dict__ for o in report.outcomes],
             }
         )
@@ -106,7 +107,7 @@ def _run_with_progress(
 def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) -> None:
     out = console()
     if not found_any:
-        out.print("nothing to ingest: no supported files found")
+        out.print("nothing to ingest: no supported files found" + _skipped_text(report))
         return
     s = report.summary()
     rate = report.chunks_embedded / report.seconds if report.seconds > 0 else 0.0
@@ -115,11 +116,18 @@ def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) 
         + (f", {s['pruned']} vanished (dropped)" if s["pruned"] else "")
         + (f", {vanished_kept} vanished (kept: --no-prune)" if vanished_kept else "")
         + f" · {report.chunks_embedded} chunks embedded in {report.seconds:.1f}s ({rate:.1f} chunks/s)"
+        + _skipped_text(report)
     )
     for outcome in report.failures:
         out.print(f"  [red]failed[/red] {outcome.path}: {outcome.error}")
     if report.orphans_removed:
         out.print(f"  removed {report.orphans_removed} orphan points left by an interrupted run")
+
+
+def _skipped_text(report: IngestReport) -> str:
+    """`` · skipped: 2 hidden, 1 not text`` (empty when nothing was skipped)."""
+    counts = [f"{n} {reason}" for reason, n in sorted(report.skipped.items()) if n]
+    return f" · skipped: {', '.join(counts)}" if counts else ""
 
 
 @click.command()

@@ -264,18 +264,20 @@ def test_hidden_files_and_globs(env: Env) -> None:
             ".git/config.txt": "y " * 50,
             "a.txt": "alpha " * 30,
             "b.md": "beta " * 30,
-            "c.py": "print('not a document')",
+            "c.py": "print('source code is text too')",
+            "d.bin": bytes(range(256)),
         },
     )
     names = {Path(f.path).name for f in env.job.discover([env.docs])}
-    assert names == {"a.txt", "b.md"}
-    names = {Path(f.path).name for f in env.job.discover([env.docs], exclude=["*.md"])}
-    assert names == {"a.txt"}
+    assert names == {"a.txt", "b.md", "c.py"}
+    assert env.job.skipped == {"hidden": 2, "not text": 1}
+    names = {Path(f.path).name for f in env.job.discover([env.docs], exclude=["*.md", "*.py"])}
+    assert names == {"a.txt"} and env.job.skipped["excluded"] == 2
     names = {Path(f.path).name for f in env.job.discover([env.docs], include=["*.md"])}
     assert names == {"b.md"}
-    # A file named explicitly is taken whatever its type, and fails with a reason when unsupported.
-    report = env.job.run([env.docs / "c.py"])
-    assert report.outcomes[0].status in {FAILED, NEW}
+    # A file named explicitly is taken whatever its type, and fails with a reason when it is not text.
+    report = env.job.run([env.docs / "d.bin"])
+    assert report.outcomes[0].status == FAILED and report.outcomes[0].error == "binary file"
 
 
 def test_orphan_points_are_removed_at_the_next_run(env: Env) -> None:
@@ -356,3 +358,22 @@ def test_a_page_of_links_is_indexed_without_chunks(env: Env) -> None:
     doc = env.catalog.get_document_by_path(str(env.docs / "genindex.html"))
     assert doc is not None and doc.status == DocumentStatus.INDEXED and doc.num_chunks == 0
     assert env.index.count(env.collection) == 0
+
+
+def test_text_files_are_found_by_content_and_skipped_files_counted(env: Env) -> None:
+    write_tree(
+        env.docs,
+        {
+            "README": "Project Foo is released under the MIT licence.",
+            "people.csv": "name,age\nalice,30\n",
+            "config.json": '{"retries": 3}',
+            "tool.py": "print('hello')\n",
+            "blob": bytes(range(256)) * 8,
+            "picture.png": b"not really a png",
+            ".secret.txt": "hidden words",
+        },
+    )
+    report = env.job.run([env.docs])
+    formats = {Path(d.path).name: d.format for d in env.catalog.list_documents()}
+    assert formats == {"README": "txt", "people.csv": "txt", "config.json": "txt", "tool.py": "txt"}
+    assert report.skipped == {"hidden": 1, "not text": 2} and report.exit_code == 0

@@ -372,14 +372,17 @@ def test_detect_by_extension() -> None:
     assert detect_format(Path("a.markdown"), b"# md") == "md"
     assert detect_format(Path("a.htm"), b"<p>x</p>") == "html"
     assert detect_format(Path("a.rst"), b"Title\n=====") == "txt"
-    assert detect_format(Path("a.xyz"), b"plain text") is None
+    assert detect_format(Path("a.xyz"), b"plain text") == "txt"  # text of any other type is plain text
+    assert detect_format(Path("a.xyz"), b"\x00\x01binary") is None
     assert detect_format(Path("a.xyz"), b"%PDF-1.7\n") == "pdf"
     assert {".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx"} <= SUPPORTED_EXTENSIONS
 
 
-def test_unsupported_extension(tmp_path: Path) -> None:
-    with pytest.raises(LoadError, match=r"^unsupported file type \(\.xyz\)$"):
-        load_file(_write(tmp_path / "a.xyz", b"plain text"))
+def test_text_of_any_extension_loads_as_plain_text(tmp_path: Path) -> None:
+    loaded = load_file(_write(tmp_path / "a.xyz", b"plain text"))
+    assert loaded.format == "txt" and loaded.text == "plain text"
+    with pytest.raises(LoadError, match=r"^binary file$"):
+        load_file(_write(tmp_path / "b.xyz", bytes(range(256))))
 
 
 # -- user-level errors ---------------------------------------------------------------------------------------
