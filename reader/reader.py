@@ -15,6 +15,7 @@ from reader.model import (
     make_windows,
     resolve_reader_model,
     run_windows,
+    truncate_question,
 )
 from spanqa.settings import CHOICES
 
@@ -47,11 +48,13 @@ class ReaderResult:
         spans: the best spans, best first (score = start + end logits).
         null_score: the best "no answer" evidence: the lowest null score over all windows.
         windows: how many model windows were read.
+        question_cut: the question was longer than ``max_question_tokens`` and only its start was read.
     """
 
     spans: list[SpanCandidate] = field(default_factory=list)
     null_score: float = float("inf")
     windows: int = 0
+    question_cut: bool = False
 
     def abstains(self, threshold: float = 0.0) -> bool:
         """True when no span beats "no answer" by more than ``threshold`` logits."""
@@ -256,7 +259,7 @@ class ExtractiveReader:
                 )
             )
         results = []
-        for position, ((_, passages), item_windows) in enumerate(zip(items, per_item, strict=True)):
+        for position, ((question, passages), item_windows) in enumerate(zip(items, per_item, strict=True)):
             spans = decode(
                 item_windows,
                 list(passages),
@@ -265,5 +268,9 @@ class ExtractiveReader:
                 segments=segments[position] if segments is not None else None,
             )
             null = min((w.null_score for w in item_windows), default=float("inf"))
-            results.append(ReaderResult(spans=spans, null_score=null, windows=len(item_windows)))
+            asked = question.strip()
+            cut = truncate_question(self._tokenizer, asked, self.max_question_tokens) != asked
+            results.append(
+                ReaderResult(spans=spans, null_score=null, windows=len(item_windows), question_cut=cut)
+            )
         return results

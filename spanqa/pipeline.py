@@ -171,6 +171,7 @@ class AskResult:
     answers: list[Answer]
     passages: list[Passage]
     timings: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def abstained(self) -> bool:
@@ -185,7 +186,9 @@ class AskResult:
         """The inverse of ``to_dict``."""
         answers = [Answer(**{**a, "passage": passage_from_dict(a["passage"])}) for a in data["answers"]]
         passages = [passage_from_dict(p) for p in data["passages"]]
-        return cls(data["question"], answers, passages, dict(data.get("timings", {})))
+        return cls(
+            data["question"], answers, passages, dict(data.get("timings", {})), list(data.get("warnings", []))
+        )
 
 
 def ask(
@@ -240,4 +243,10 @@ def ask(
     )
     picked = builder.run(result, found.passages, pages, question)
     timings["total"] = time.perf_counter() - started
-    return AskResult(question, picked, found.passages, timings)
+    warnings = []
+    if result.question_cut:
+        warnings.append(
+            f"the question is longer than the reader reads ({settings.max_question_tokens} tokens): "
+            "only its start was used"
+        )
+    return AskResult(question, picked, found.passages, timings, warnings)

@@ -13,6 +13,27 @@ from spanqa.cli._output import confidence, console, passage_dict, print_json, sh
 
 if TYPE_CHECKING:
     from spanqa.pipeline import AskResult
+    from spanqa.types import Answer
+
+#: Typed at the `ask -` prompt (or read from stdin), these end the loop.
+QUIT_WORDS = frozenset({"quit", "exit", ":q"})
+
+
+def answer_surroundings(answer: Answer, extra: int) -> tuple[str, int]:
+    """The answer's sentence with ``extra`` sentences of its passage on each side, and its document offset."""
+    if extra == 0 or answer.char_start < answer.passage.char_start:  # an entry title is its own context
+        return answer.context, answer.context_start
+    from spanqa.text import sentence_spans
+
+    passage = answer.passage
+    spans = sentence_spans(passage.text)
+    start, end = answer.char_start - passage.char_start, answer.char_end - passage.char_start
+    first = next((i for i, (a, b) in enumerate(spans) if a <= start < b), None)
+    last = next((i for i, (a, b) in enumerate(spans) if a < end <= b), first)
+    if first is None or last is None:
+        return answer.context, answer.context_start
+    low, high = spans[max(0, first - extra)][0], spans[min(len(spans) - 1, last + extra)][1]
+    return passage.text[low:high], passage.char_start + low
 
 
 @click.command()
@@ -75,6 +96,13 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     type=click.FloatRange(0.0, 1.0),
     help="Hide answers less likely than this to be right (default: the min_score setting).",
 )
+@click.option(
+    "--context",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Sentences shown on each side of the answer's sentence (a large number: the whole passage).",
+)
 @path_glob_option
 @json_option("results (one object per question)")
 @click.pass_context
@@ -85,6 +113,7 @@ def ask(
     answers: int | None,
     passages: int | None,
     min_score: float | None,
+    context: int,
     path_glob: str | None,
     as_json: bool,
 ) -> None:
@@ -105,7 +134,7 @@ def ask(
             result = gateway.ask(
                 question, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json, min_score=threshold)
+            _print_answers(result, as_json=as_json, min_score=threshold, context=context)
             return
         interactive = sys.stdin.isatty() and not as_json
         gateway.warm_up_reader()
@@ -123,13 +152,19 @@ def ask(
             line = line.strip()
             if not line:
                 continue
+            if line.lower() in QUIT_WORDS:
+                return
+            if not interactive and not as_json:
+                console().print(f"[bold]? {line}[/bold]", markup=True, highlight=False)
             result = gateway.ask(
                 line, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json, min_score=threshold, compact_json=True)
+            _print_answers(result, as_json=as_json, min_score=threshold, context=context, compact_json=True)
 
 
-def _print_answers(result: AskResult, *, as_json: bool, min_score: float, compact_json: bool = False) -> None:
+def _print_answers(
+    result: AskResult, *, as_json: bool, min_score: float, context: int, compact_json: bool = False
+) -> None:
     if as_json:
         data = {
             "question": result.question,
@@ -137,11 +172,14 @@ def _print_answers(result: AskResult, *, as_json: bool, min_score: float, compac
             "answers": [a.to_dict() for a in result.answers],
             "passages": [passage_dict(p) for p in result.passages],
             "timings_ms": timings_ms(result.timings),
+            "warnings": result.warnings,
         }
         print_json(data, compact=compact_json)
         return
     from rich.text import Text
 
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     out = console()
     if not result.passages:
         out.print("no answer found: no passages to read")
@@ -165,12 +203,13 @@ def _print_answers(result: AskResult, *, as_json: bool, min_score: float, compac
         header.append(f"   {confidence(a.score)}")
         out.print(header)
         out.print(f"   [cyan]{where(a.path, a.page)}[/cyan]  chars {a.char_start}-{a.char_end}")
-        start = a.char_start - a.context_start
+        around, around_start = answer_surroundings(a, context)
+        start = a.char_start - around_start
         end = start + len(a.text)
-        context = Text("   ")
-        context.append(a.context[:start])
-        context.append(a.context[start:end], style="bold reverse")
-        context.append(a.context[end:])
-        out.print(context)
+        shown = Text("   ")
+        shown.append(around[:start])
+        shown.append(around[start:end], style="bold reverse")
+        shown.append(around[end:])
+        out.print(shown)
     timings = " · ".join(f"{k} {v * 1000:.0f} ms" for k, v in result.timings.items())
     out.print(f"[dim]{timings}[/dim]")

@@ -241,3 +241,40 @@ def test_document_references_get_precise_messages(cli: tuple[CliRunner, dict[str
     assert invoke(cli, "docs", "remove", target).exit_code == 0
     again = invoke(cli, "docs", "remove", target)
     assert again.exit_code == 1 and "already removed" in again.output
+
+
+def test_ask_from_stdin_echoes_questions_and_stops_at_quit(
+    cli: tuple[CliRunner, dict[str, str], Path],
+) -> None:
+    invoke(cli, "ingest", str(cli[2]))
+    result = invoke(cli, "ask", "-", "--min-score", "0", input="Who won?\nquit\nWhere is Warsaw?\n")
+    assert result.exit_code == 0
+    assert "? Who won?" in result.output and "Where is Warsaw?" not in result.output
+
+
+def test_ask_context_and_long_question_warning(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    invoke(cli, "ingest", str(cli[2]))
+    long_question = "Who won the game played at the stadium " * 20
+    data = json.loads(invoke(cli, "ask", long_question, "--json", "--min-score", "0").output)
+    assert data["warnings"] and "longer than the reader reads" in data["warnings"][0]
+    short = json.loads(invoke(cli, "ask", "Who won?", "--json").output)
+    assert short["warnings"] == []
+    narrow = invoke(cli, "ask", "Who won the game?", "--min-score", "0", "-k", "1").output
+    wide = invoke(cli, "ask", "Who won the game?", "--min-score", "0", "-k", "1", "--context", "50").output
+    assert len(wide) >= len(narrow)
+
+
+def test_answer_surroundings_by_hand() -> None:
+    from spanqa.cli.ask import answer_surroundings
+    from spanqa.types import Answer, Passage
+
+    text = "First one. The Broncos won. Last one. After that."
+    passage = Passage("c", "d", "d.txt", text, 100, 100 + len(text), 0.5)
+    start = 100 + text.index("Broncos")
+    answer = Answer(
+        "Broncos", 0.9, "d.txt", "d", start, start + 7, None, passage, 5.0, 0.5, "The Broncos won.", 111
+    )
+    assert answer_surroundings(answer, 0) == ("The Broncos won.", 111)
+    around, offset = answer_surroundings(answer, 1)
+    assert around == "First one. The Broncos won. Last one." and offset == 100
+    assert answer_surroundings(answer, 99) == (text, 100)
