@@ -54,6 +54,14 @@ class IngestReport:
     orphans_removed: int = 0
     #: Files under the folders that were not taken, by reason (hidden, not text, excluded).
     skipped: dict[str, int] = field(default_factory=dict)
+    #: Of ``seconds``, the time spent loading the encoder (not ingest work: rates leave it out).
+    load_seconds: float = 0.0
+
+    @property
+    def chunks_per_second(self) -> float:
+        """Chunks embedded per second of ingest work (model loading left out)."""
+        work = self.seconds - self.load_seconds
+        return self.chunks_embedded / work if work > 0 else 0.0
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -125,6 +133,8 @@ class IngestJob:
         self._collection: str | None = None
         #: Files the last discovery left out, by reason (hidden, not text, excluded).
         self.skipped: Counter[str] = Counter()
+        self._load_seconds = 0.0
+        self._encoder_ready = False
 
     # The run -----------------------------------------------------------------------------------------
 
@@ -171,6 +181,7 @@ class IngestJob:
         if active is not None:
             check_model(active.model_name, self.encoder.model_name)
         report = IngestReport()
+        loaded_before = self._load_seconds
         report.orphans_removed = self.remove_orphans()
         pending: list[_Prepared] = []
         pending_chunks = 0
@@ -197,6 +208,7 @@ class IngestJob:
         for outcome in self._index(pending, report):
             emit(outcome)
         report.seconds = time.perf_counter() - started
+        report.load_seconds = self._load_seconds - loaded_before
         return report
 
     def discover(
@@ -262,6 +274,7 @@ class IngestJob:
             return self._fail(item, str(exc), size=stat.st_size, mtime=stat.st_mtime)
         document_id = document_id_for(path)
         page_starts = [(p.number, p.char_start) for p in loaded.pages]
+        self._warm_up_encoder()  # its tokenizer cuts the chunks
         spans = chunk_blocks(
             loaded.text,
             loaded.blocks,
@@ -347,6 +360,15 @@ class IngestJob:
         return FileOutcome(path, FAILED, 0, reason)
 
     # Housekeeping ------------------------------------------------------------------------------------
+
+    def _warm_up_encoder(self) -> None:
+        """Load the encoder and its tokenizer once, timing it apart from the ingest work."""
+        if not self._encoder_ready:
+            started = time.perf_counter()
+            self.encoder.warm_up()
+            self.encoder.tokenizer  # noqa: B018 - loading it (and transformers) is part of loading the model
+            self._load_seconds += time.perf_counter() - started
+            self._encoder_ready = True
 
     def active_collection(self) -> str:
         """The active collection's name; created on first use for the configured encoder."""

@@ -69,6 +69,8 @@ def ingest(
                 "summary": report.summary(),
                 "chunks_embedded": report.chunks_embedded,
                 "seconds": round(report.seconds, 3),
+                "model_load_seconds": round(report.load_seconds, 3),
+                "chunks_per_second": round(report.chunks_per_second, 2),
                 "orphans_removed": report.orphans_removed,
                 "skipped": report.skipped,
                 "files": [o.__dict__ for o in report.outcomes],
@@ -110,12 +112,13 @@ def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) 
         out.print("nothing to ingest: no supported files found" + _skipped_text(report))
         return
     s = report.summary()
-    rate = report.chunks_embedded / report.seconds if report.seconds > 0 else 0.0
     out.print(
         f"{s['new']} new, {s['changed']} changed, {s['unchanged']} unchanged, {s['failed']} failed"
         + (f", {s['pruned']} vanished (dropped)" if s["pruned"] else "")
         + (f", {vanished_kept} vanished (kept: --no-prune)" if vanished_kept else "")
-        + f" · {report.chunks_embedded} chunks embedded in {report.seconds:.1f}s ({rate:.1f} chunks/s)"
+        + f" · {report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
+        + f"({report.chunks_per_second:.1f} chunks/s"
+        + (f", after {report.load_seconds:.1f}s loading the model)" if report.load_seconds >= 0.05 else ")")
         + _skipped_text(report)
     )
     for outcome in report.failures:
