@@ -16,19 +16,22 @@ from __future__ import annotations
 import functools
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, inspect, select
+from sqlalchemy import Connection, Engine, inspect, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import func
 
 from ingest.db import CatalogError, display_url, lock_key, make_engine
 from spanqa.errors import first_line
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+# Alembic costs about 0.15 s to import: a catalog at the newest revision (the usual case, on every command)
+# is recognized with one query and the revision files' names, and alembic is imported only to migrate.
 
 __all__ = [
     "BASELINE_REVISION",
@@ -58,6 +61,8 @@ def alembic_config(url: str | None = None, *, connection: Connection | None = No
         url: the database, when no ``connection`` is given (a developer autogenerating a revision).
         connection: run on this connection, inside its transaction.
     """
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION))
     if url:
@@ -69,6 +74,8 @@ def alembic_config(url: str | None = None, *, connection: Connection | None = No
 
 @functools.cache
 def _scripts() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -88,12 +95,40 @@ def head_revision() -> str:
 def current_revision(engine: Engine | Connection) -> str | None:
     """The schema revision of the database (None when it has never been migrated)."""
     if isinstance(engine, Connection):
-        return MigrationContext.configure(engine).get_current_revision()
+        return _revision_of(engine)
     with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+        return _revision_of(connection)
+
+
+def _revision_of(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def file_head_revision() -> str:
+    """The newest revision by the revision files' names (``0003_...py`` holds revision ``0003``): what
+    ``head_revision`` says, without importing alembic (a test keeps the two equal)."""
+    names = sorted(path.name.split("_", 1)[0] for path in (SCRIPT_LOCATION / "versions").glob("[0-9]*_*.py"))
+    if not names:  # pragma: no cover - the package always ships revisions
+        raise CatalogError(f"no catalog migrations found in {SCRIPT_LOCATION}")
+    return names[-1]
+
+
+def _stamped_revision(connection: Connection) -> str | None:
+    """The revision in the version table with one query; None when there is no such table or row."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 LOCKED_RETRIES = 20
+
+
+def _alembic_errors() -> tuple[type[Exception], ...]:
+    from alembic.util import CommandError
+
+    return (CommandError,)
 
 
 def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
@@ -131,7 +166,9 @@ def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
                 time.sleep(0.1 * (attempt + 1))
     except CatalogError:
         raise
-    except (SQLAlchemyError, CommandError, OSError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, (SQLAlchemyError, OSError, *_alembic_errors())):
+            raise
         raise CatalogError(
             f"cannot open the catalog at {display_url(engine.url)}: {first_line(exc)}"
         ) from exc
@@ -141,18 +178,24 @@ def upgrade(engine_or_url: Engine | str | URL, revision: str = "head") -> None:
 
 
 def _upgrade(engine: Engine, revision: str) -> None:
-    head = head_revision()
     with engine.connect() as connection:
-        current = MigrationContext.configure(connection).get_current_revision()
+        if revision == "head" and _stamped_revision(connection) == file_head_revision():
+            connection.rollback()
+            return  # the usual case: one small query, no lock, no alembic
+        from alembic import command
+        from alembic.util import CommandError
+
+        head = head_revision()
+        current = _revision_of(connection)
         connection.rollback()
         _check_known(current, engine)
         if current == head and revision in ("head", head):
-            return  # the usual case: one small query, no lock
+            return
         try:
             with connection.begin():
                 _lock(connection)
                 # Look again under the lock: another process may have migrated meanwhile.
-                current = MigrationContext.configure(connection).get_current_revision()
+                current = _revision_of(connection)
                 _check_known(current, engine)
                 if current is None:
                     _adopt(connection, engine)
@@ -188,6 +231,8 @@ def _adopt(connection: Connection, engine: Engine) -> None:
             f"the database at {display_url(engine.url)} has some catalog tables but not {missing}, and no "
             "schema revision: not a spanqa catalog (or a damaged one); point SPANQA_DATABASE_URL elsewhere"
         )
+    from alembic.runtime.migration import MigrationContext
+
     MigrationContext.configure(connection).stamp(_scripts(), BASELINE_REVISION)
 
 
