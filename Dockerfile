@@ -15,5 +15,7 @@ RUN pip install .
 RUN useradd --create-home spanqa && mkdir -p /data /docs && chown spanqa /data
 USER spanqa
 ENV SPANQA_DATA_DIR=/data
+# Model exports live on the data volume, so a new container does not export the models again.
+ENV SPANQA_MODEL_CACHE_DIR=/data/models
 ENTRYPOINT ["spanqa"]
 CMD ["--help"]

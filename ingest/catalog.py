@@ -346,7 +346,8 @@ class Catalog:
         with self.session() as s:
             rows = s.scalars(
                 select(DocumentRow).where(
-                    DocumentRow.path.startswith(prefix), DocumentRow.status != DocumentStatus.DELETED.value
+                    DocumentRow.path.startswith(prefix, autoescape=True),
+                    DocumentRow.status != DocumentStatus.DELETED.value,
                 )
             ).all()
             return [_to_document(r, with_text=False) for r in rows]

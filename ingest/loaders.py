@@ -293,7 +293,7 @@ def _sniff_head(head: bytes) -> str | None:
 
 def looks_like_text(path: Path) -> bool:
     """Whether a file of no supported extension holds text that spanqa can read (by its first bytes)."""
-    if path.suffix.lower() in BINARY_EXTENSIONS:
+    if path.suffix.lower() in BINARY_EXTENSIONS or not path.is_file():
         return False
     try:
         with path.open("rb") as fh:

@@ -82,14 +82,14 @@ def walk(
             if exclude and matches(relative, exclude):
                 counts[EXCLUDED] += 1
                 continue
+            if not path.is_file():  # a FIFO, a socket or a device: never opened (reading a FIFO blocks)
+                continue
             if include:
                 if not matches(relative, include):
                     counts[EXCLUDED] += 1
                     continue
             elif path.suffix.lower() not in extensions and not (is_text is not None and is_text(path)):
                 counts[NOT_TEXT] += 1
-                continue
-            if not path.is_file():
                 continue
             yield found
 

@@ -165,8 +165,8 @@ class AnswerBuilder:
             question: the question (its words are features of the calibrated score).
 
         Returns:
-            Answers whose text equals ``document.text[char_start:char_end]``, best first, none scored
-            below ``min_score``.
+            Answers whose text equals ``document.text[char_start:char_end]``, best first by score, none
+            scored below ``min_score``, at most ``answers``.
         """
         pages = page_starts or {}
         weight = self.retriever_weight
@@ -240,6 +240,8 @@ class AnswerBuilder:
                     features=values,
                 )
             )
-            if len(picked) >= self.answers:
-                break
-        return [a for a in picked if a.score >= self.min_score]
+        # Best first by the score shown (the probability of being right), never below min_score: an answer
+        # below it leaves its place to the next candidate. Ties keep the reading's order.
+        kept = [a for a in picked if a.score >= self.min_score]
+        kept.sort(key=lambda a: a.score, reverse=True)
+        return kept[: self.answers]

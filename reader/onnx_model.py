@@ -8,14 +8,13 @@ export needs torch once; it is cached under the model cache and checked against 
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spanqa.errors import SpanqaError
-from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
+from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session, published
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -108,9 +107,6 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    # One partial file per process: two processes exporting at once each finish theirs, and the rename
-    # that publishes it is atomic.
-    partial = destination.with_name(f"{destination.name}.{os.getpid()}.partial")
     # The quantizer logs advice about image models through logging.warning(), which would also give the root
     # logger a stderr handler for good: a null handler and a raised level keep both away from the user.
     root = logging.getLogger()
@@ -118,11 +114,11 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
     root.addHandler(quiet)
     root.setLevel(logging.ERROR)
     try:
-        quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
+        with published(destination) as partial:
+            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
     finally:
         root.removeHandler(quiet)
         root.setLevel(level)
-    partial.replace(destination)
     return destination
 
 

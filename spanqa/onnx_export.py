@@ -7,10 +7,12 @@ fingerprint of the weights, so a changed model is never served from a stale expo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import tempfile
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +85,8 @@ def export_module(
         def forward(self, *inputs: Any) -> Any:
             return forward(self.inner, **dict(zip(names, inputs, strict=True)))
 
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    # One partial file per process: two processes exporting at once each finish theirs, and the rename
-    # that publishes it is atomic.
-    partial = destination.with_name(f"{destination.name}.{os.getpid()}.partial")
     axes = {n: {0: "batch", 1: "tokens"} for n in [*names, *output_names]}
-    with torch.inference_mode(), warnings.catch_warnings():
+    with published(destination) as partial, torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes about Python control flow: harmless for export
         torch.onnx.export(
             Positional(),
@@ -100,8 +98,22 @@ def export_module(
             opset_version=ONNX_OPSET,
             dynamo=False,
         )
-    partial.replace(destination)
     return destination
+
+
+@contextlib.contextmanager
+def published(destination: Path) -> Iterator[Path]:
+    """A partial file of its own to write (two processes or threads exporting at once each finish theirs),
+    renamed onto ``destination`` in one step when the block succeeds, and removed when it fails."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f"{destination.name}.", suffix=".partial", dir=destination.parent)
+    os.close(handle)
+    partial = Path(name)
+    try:
+        yield partial
+        partial.replace(destination)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def open_session(onnx_file: Path, *, threads: int = 0) -> Any:

@@ -277,6 +277,16 @@ def reader_calibrate(ctx: click.Context, run: str, out: str | None, plot: str | 
 
     settings = settings_from(ctx)
     records = read_questions(run)
+    if out:
+        target = Path(out)
+    else:
+        location = Path(resolve_reader_model(settings.reader_model))
+        if not location.is_dir():
+            raise UserError(
+                f"the reader '{settings.reader_model}' is not a local folder: give --out (and put the file "
+                f"as {CALIBRATION_FILE} in the reader's folder to use it)"
+            )
+        target = location / CALIBRATION_FILE
     candidates = [r for r in records if r.get("features")]
     calibrator, metrics = fit_calibrator(
         [r["features"] for r in candidates],
@@ -284,7 +294,6 @@ def reader_calibrate(ctx: click.Context, run: str, out: str | None, plot: str | 
         [r["article"] for r in candidates],
         info={"run": str(run), "reader_model": settings.reader_model, "questions": len(records)},
     )
-    target = Path(out) if out else Path(resolve_reader_model(settings.reader_model)) / CALIBRATION_FILE
     calibrator.save(target)
     # The curve over thresholds as the calibrated score would draw it, each question scored by a model
     # that never saw its article.

@@ -36,7 +36,7 @@ for _name, _value in {
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False),
-    help="Where the catalog and index live (default ./.spanqa).",
+    help="Where the catalog and index live (default: the nearest .spanqa here or above, else ./.spanqa).",
 )
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug logs).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")

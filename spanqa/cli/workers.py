@@ -81,8 +81,13 @@ def watch(
 ) -> None:
     """Register PATH for the sweeper (`spanqa beat`); with no PATH, list the watched folders."""
     from ingest.catalog import Catalog
+    from spanqa.pipeline import has_data
 
-    with Catalog(settings_from(ctx).catalog_url) as catalog:
+    settings = settings_from(ctx)
+    if path is None and not has_data(settings):  # listing never creates a data folder
+        click.echo("no watched folders")
+        return
+    with Catalog(settings.catalog_url) as catalog:
         if path is not None:
             folder = Path(path).expanduser().absolute()
             if remove:
@@ -116,8 +121,15 @@ def watch(
 def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:
     """Show background jobs (or one job) with state and progress."""
     from ingest.catalog import Catalog
+    from spanqa.pipeline import has_data
 
-    with Catalog(settings_from(ctx).catalog_url) as catalog:
+    settings = settings_from(ctx)
+    if not has_data(settings):  # looking never creates a data folder
+        if job_id is not None:
+            raise UserError(f"no job {job_id} (see `spanqa jobs`)")
+        print_json([]) if as_json else click.echo("no jobs")
+        return
+    with Catalog(settings.catalog_url) as catalog:
         if job_id is None:
             listed = catalog.list_jobs()
             if as_json:
