@@ -377,3 +377,9 @@ def test_text_files_are_found_by_content_and_skipped_files_counted(env: Env) -> 
     formats = {Path(d.path).name: d.format for d in env.catalog.list_documents()}
     assert formats == {"README": "txt", "people.csv": "txt", "config.json": "txt", "tool.py": "txt"}
     assert report.skipped == {"hidden": 1, "not text": 2} and report.exit_code == 0
+
+
+def test_a_fifo_in_the_folder_is_never_opened(env: Env) -> None:
+    write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
+    os.mkfifo(env.docs / "pipe")  # opening it for reading would block forever
+    assert [Path(f.path).name for f in env.job.discover([env.docs])] == ["a.txt"]

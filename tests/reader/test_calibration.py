@@ -128,3 +128,21 @@ def test_answers_carry_the_calibrated_score_and_hide_below_min_score() -> None:
         result, [_passage(text)]
     )
     assert all(a.score == a.relative_score for a in plain)
+
+
+def test_answers_are_ordered_by_probability_and_a_hidden_one_gives_way() -> None:
+    text = "The Denver Broncos won Super Bowl 50 in Santa Clara."
+    broncos, clara = text.index("Denver Broncos"), text.index("Santa Clara")
+    result = ReaderResult(
+        spans=[
+            SpanCandidate(0, clara, clara + 11, 9.0, 8.5, 0, 0),  # the higher span score, margin 0.5
+            SpanCandidate(0, broncos, broncos + 14, 8.0, 0.0, 0, 0),  # margin 8
+        ],
+        null_score=0.0,
+    )
+    calibrator = margin_only(1.0, -4.0)
+    one = AnswerBuilder(retriever_weight=0.0, no_answer_threshold=0.0, answers=1, calibrator=calibrator)
+    assert [a.text for a in one.run(result, [_passage(text)])] == ["Denver Broncos"]
+    both = AnswerBuilder(retriever_weight=0.0, no_answer_threshold=0.0, answers=2, calibrator=calibrator)
+    scores = [a.score for a in both.run(result, [_passage(text)])]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 2

@@ -136,3 +136,31 @@ def test_eval_squad_unanswerable_reports_abstention_and_calibration(
     assert {r["kind"] for r in records} <= {"answerable", "unseen_article", "cut_paragraph"}
     assert all(not r["right"] for r in records if r["kind"] != "answerable")
     assert all(r["features"] is None or set(r["features"]) == set(FEATURES) for r in records)
+
+
+def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Path) -> None:
+    import random
+
+    from reader.calibration import Calibrator
+
+    rng = random.Random(3)
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = []
+    for i in range(200):
+        margin = rng.uniform(-3, 8)
+        features = {name: rng.random() for name in FEATURES} | {"margin": margin}
+        kind = "answerable" if i % 5 else "cut_paragraph"
+        right = kind == "answerable" and rng.random() < margin / 8
+        record = {"kind": kind, "article": f"a{i % 7}", "right": right, "score": 0.5, "features": features}
+        lines.append(json.dumps(record))
+    (run / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    env = {"SPANQA_CONFIG": "", "SPANQA_READER_MODEL": "someone/hub-reader"}
+    refused = CliRunner().invoke(main, ["reader", "calibrate", str(run)], env=env)
+    assert refused.exit_code == 2 and "--out" in refused.output and not Path("someone").exists()
+    out = tmp_path / "calibration.json"
+    result = CliRunner().invoke(main, ["reader", "calibrate", str(run), "--out", str(out), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["answers"] == 200 and 0 <= summary["ece_cv"] <= 1 and len(summary["curve_cv"]) == 20
+    assert dict(zip(Calibrator.load(out).features, Calibrator.load(out).coef, strict=True))["margin"] > 0
