@@ -118,7 +118,8 @@ def unanswerable_split(examples: Sequence[SquadExample]) -> UnanswerableSplit:
     """Leave some articles and paragraphs out so that their questions have no answer in the documents.
 
     A question about a cut paragraph is kept as unanswerable only when none of its gold answers is still
-    in what is left of its article (else it is dropped: the documents may still say it).
+    in what is left of its article (else it is dropped: the documents may still say it); a SQuAD 2.0 file's
+    own unanswerable questions are dropped too.
     """
     articles = {ex.article_index: ex.title for ex in examples}
     by_hash = sorted(articles, key=lambda index: _sha1(articles[index]))
@@ -132,6 +133,10 @@ def unanswerable_split(examples: Sequence[SquadExample]) -> UnanswerableSplit:
     kinds: dict[str, str] = {}
     dropped = 0
     for ex in examples:
+        if ex.is_impossible:
+            # SQuAD 2.0's own unanswerable questions have a paragraph that sits next to them: neither kind.
+            dropped += 1
+            continue
         if ex.article_index in unseen:
             kinds[ex.id] = UNSEEN_ARTICLE
         elif (ex.article_index, ex.paragraph_index) in cut:
@@ -316,8 +321,11 @@ def evaluate_squad(
         ex for ex in questions if not ex.is_impossible and kinds.get(ex.id, ANSWERABLE) == ANSWERABLE
     ]
     n = max(len(answerable), 1)
-    e2e = evaluate_predictions(answerable, end_to_end)
-    reader_metrics = evaluate_predictions(answerable, reader_only)
+    # Scored on what the documents answer: without --unanswerable, every question of the file (a v2.0
+    # file's own unanswerable ones included, as before); with it, the answerable kind.
+    scored = answerable if split is not None else list(questions)
+    e2e = evaluate_predictions(scored, end_to_end)
+    reader_metrics = evaluate_predictions(scored, reader_only)
     metrics: dict[str, Any] = {
         "data": str(data_file),
         "questions": len(questions),
