@@ -13,6 +13,18 @@ from spanqa.settings import Settings
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "squad-tiny-open.json"
 
 
+def eval_env(settings: Settings) -> dict[str, str]:
+    """The tiny test models and small chunks, for `spanqa eval squad` on the fixtures."""
+    return {
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": "48",
+        "SPANQA_CHUNK_OVERLAP": "12",
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
+        "SPANQA_CONFIG": "",
+    }
+
+
 def test_contains_answer_uses_squad_normalization_on_word_boundaries() -> None:
     assert contains_answer("The Denver Broncos won.", ["denver broncos"])
     assert contains_answer("won by the Broncos!", ["The Broncos"])
@@ -28,14 +40,7 @@ def test_recall_at_k_by_hand() -> None:
 
 
 def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, tmp_path: Path) -> None:
-    env = {
-        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
-        "SPANQA_READER_MODEL": settings.reader_model,
-        "SPANQA_CHUNK_TOKENS": "48",
-        "SPANQA_CHUNK_OVERLAP": "12",
-        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
-        "SPANQA_CONFIG": "",
-    }
+    env = eval_env(settings)
     out = tmp_path / "eval"
     result = CliRunner().invoke(
         main, ["eval", "squad", str(FIXTURE), "--out", str(out), "--passages", "3", "--json"], env=env
@@ -109,14 +114,7 @@ def test_unanswerable_split_leaves_out_articles_and_paragraphs_whose_answers_are
 def test_eval_squad_unanswerable_reports_abstention_and_calibration(
     settings: Settings, tmp_path: Path
 ) -> None:
-    env = {
-        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
-        "SPANQA_READER_MODEL": settings.reader_model,
-        "SPANQA_CHUNK_TOKENS": "48",
-        "SPANQA_CHUNK_OVERLAP": "12",
-        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
-        "SPANQA_CONFIG": "",
-    }
+    env = eval_env(settings)
     out = tmp_path / "eval"
     result = CliRunner().invoke(
         main,
