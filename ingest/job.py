@@ -88,6 +88,8 @@ class Progress:
     chunks_done: int
     path: str
     status: str
+    load_seconds: float = 0.0
+    """Of the run so far, the time spent loading the encoder (rates leave it out)."""
 
 
 @dataclass
@@ -192,7 +194,10 @@ class IngestJob:
             report.outcomes.append(outcome)
             done += 1
             if on_progress is not None:
-                on_progress(Progress(done, len(found), report.chunks_embedded, outcome.path, outcome.status))
+                loading = self._load_seconds - loaded_before
+                on_progress(
+                    Progress(done, len(found), report.chunks_embedded, outcome.path, outcome.status, loading)
+                )
 
         for item in found:
             prepared = self._prepare(item)

@@ -98,7 +98,7 @@ def _run_with_progress(
         task = progress.add_task("ingest", total=total, chunks=0, rate=0.0)
 
         def on_progress(event: Any) -> None:
-            elapsed = progress.tasks[0].elapsed or 1e-9
+            elapsed = max((progress.tasks[0].elapsed or 0.0) - event.load_seconds, 1e-9)
             progress.update(
                 task, completed=event.files_done, chunks=event.chunks_done, rate=event.chunks_done / elapsed
             )
