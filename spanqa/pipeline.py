@@ -16,30 +16,8 @@ from ingest.job import check_model
 from ingest.walk import matches
 from reader.answers import AnswerBuilder, read_passages
 from retriever.retriever import Retriever
-from spanqa.errors import SpanqaError
-from spanqa.runtime import Runtime
-from spanqa.settings import CATALOG_FILE_NAME, DATA_DIR_NAME, Settings
+from spanqa.runtime import EmptyIndexError, Runtime
 from spanqa.types import Answer, DocumentStatus, Passage
-
-
-class EmptyIndexError(SpanqaError):
-    """Nothing has been ingested yet."""
-
-
-def has_data(settings: Settings) -> bool:
-    """Whether the catalog exists (a server database, or the data folder's SQLite file); looking creates
-    nothing."""
-    return settings.database_url is not None or (settings.data_dir / CATALOG_FILE_NAME).is_file()
-
-
-def require_data(settings: Settings) -> None:
-    """Raise EmptyIndexError, saying where spanqa looked, when nothing was ever ingested there."""
-    if not has_data(settings):
-        raise EmptyIndexError(
-            f"nothing is indexed yet: there is no {settings.data_dir} (spanqa uses the nearest "
-            f"{DATA_DIR_NAME} folder above the current one, or --data-dir / SPANQA_DATA_DIR); "
-            "run `spanqa ingest PATH` to make one"
-        )
 
 
 @dataclass

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from spanqa.settings import Settings
+from spanqa.errors import SpanqaError
+from spanqa.settings import CATALOG_FILE_NAME, DATA_DIR_NAME, Settings
 
 if TYPE_CHECKING:
     from ingest.catalog import Catalog
@@ -20,6 +21,26 @@ if TYPE_CHECKING:
     from retriever.index import VectorIndex
 
 logger = logging.getLogger(__name__)
+
+
+class EmptyIndexError(SpanqaError):
+    """Nothing has been ingested yet."""
+
+
+def has_data(settings: Settings) -> bool:
+    """Whether the catalog exists (a server database, or the data folder's SQLite file); looking creates
+    nothing."""
+    return settings.database_url is not None or (settings.data_dir / CATALOG_FILE_NAME).is_file()
+
+
+def require_data(settings: Settings) -> None:
+    """Raise EmptyIndexError, saying where spanqa looked, when nothing was ever ingested there."""
+    if not has_data(settings):
+        raise EmptyIndexError(
+            f"nothing is indexed yet: there is no {settings.data_dir} (spanqa uses the nearest "
+            f"{DATA_DIR_NAME} folder above the current one, or --data-dir / SPANQA_DATA_DIR); "
+            "run `spanqa ingest PATH` to make one"
+        )
 
 
 class Runtime:

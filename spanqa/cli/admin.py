@@ -9,6 +9,7 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
+from spanqa.runtime import Runtime, has_data, require_data
 
 
 @click.command()
@@ -20,7 +21,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from ingest.catalog import Catalog
     from ingest.db import display_url
     from spanqa.errors import redact_url
-    from spanqa.pipeline import has_data
 
     settings = settings_from(ctx)
     counts = {"indexed": 0, "failed": 0, "deleted": 0, "chunks": 0}
@@ -82,11 +82,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
 @friendly_errors
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Put the vector index back in step with the catalog (after a crash or an interrupted rebuild)."""
-    from spanqa.runtime import Runtime
-
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     with Runtime(settings) as runtime:
         job = runtime.ingest_job()

@@ -10,6 +10,7 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option, path_glob_option
 from spanqa.cli._output import confidence, console, passage_dict, print_json, shorten, timings_ms, where
+from spanqa.runtime import Runtime, require_data
 
 if TYPE_CHECKING:
     from spanqa.pipeline import AskResult
@@ -47,14 +48,11 @@ def answer_surroundings(answer: Answer, extra: int) -> tuple[str, int]:
 @friendly_errors
 def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as_json: bool) -> None:
     """Find the passages nearest to QUERY (retriever only)."""
-    from spanqa.runtime import Runtime
     from workers.client import StoreGateway
 
     if not query.strip():
         raise UserError("the query is empty")
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     with Runtime(settings) as runtime:
         result = StoreGateway(runtime).search(query, top_k=top_k, path_glob=path_glob)
@@ -118,12 +116,9 @@ def ask(
     as_json: bool,
 ) -> None:
     """Answer QUESTION with exact spans of your documents ('-' reads one question per line from stdin)."""
-    from spanqa.runtime import Runtime
     from workers.client import StoreGateway
 
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     threshold = settings.min_score if min_score is None else min_score
     with Runtime(settings) as runtime:

@@ -11,6 +11,7 @@ import click
 from spanqa.cli._errors import EXIT_FAILED_FILES, UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, document_dict, print_json, shorten
+from spanqa.runtime import Runtime, require_data
 
 _ID_PREFIX = re.compile(r"^[0-9a-f-]+$")
 
@@ -37,8 +38,6 @@ def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> N
     from spanqa.types import DocumentStatus
 
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     with Catalog(settings.catalog_url) as catalog:
         documents = catalog.list_documents(status=DocumentStatus(status_filter) if status_filter else None)
@@ -68,8 +67,6 @@ def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool
     from ingest.catalog import Catalog
 
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     with Catalog(settings.catalog_url) as catalog:
         document = one_document(catalog, reference)
@@ -109,12 +106,9 @@ def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool
 @friendly_errors
 def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     """Remove documents (by id, id prefix or path) from the index."""
-    from spanqa.runtime import Runtime
     from spanqa.types import DocumentStatus
 
     settings = settings_from(ctx)
-    from spanqa.pipeline import require_data
-
     require_data(settings)
     already = 0
     with Runtime(settings) as runtime:

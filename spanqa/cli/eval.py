@@ -10,6 +10,7 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
+from spanqa.runtime import Runtime
 
 
 @click.group("eval")
@@ -57,7 +58,6 @@ def eval_squad(
     """Open-setting SQuAD: ingest every article of DATA, ask every question, score it."""
     from reader.squad import load_squad
     from spanqa.evaluation import evaluate_squad, write_report
-    from spanqa.runtime import Runtime
 
     settings = settings_from(ctx)
     load_squad(data)  # a file that is not SQuAD fails here, before an index is made

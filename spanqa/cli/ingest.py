@@ -10,6 +10,7 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import console, print_json, progress_bar
+from spanqa.runtime import Runtime
 
 if TYPE_CHECKING:
     from ingest.job import IngestJob, IngestReport
@@ -43,8 +44,6 @@ def ingest(
     The index mirrors the folders: files that vanished from them are dropped (--no-prune keeps them), and a
     file that no longer loads stops answering until it loads again.
     """
-    from spanqa.runtime import Runtime
-
     settings = settings_from(ctx)
     if background:
         from workers.client import enqueue_ingest, require_broker
@@ -144,7 +143,6 @@ def _skipped_text(report: IngestReport) -> str:
 def reindex(ctx: click.Context, retriever_model: str | None, background: bool, as_json: bool) -> None:
     """Rebuild the vector collection from the catalog (blue/green: one atomic switch at the end)."""
     from ingest.reindex import reindex as run_reindex
-    from spanqa.runtime import Runtime
 
     settings = settings_from(ctx)
     if retriever_model:

@@ -11,6 +11,7 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import job_dict, print_json, progress_bar
+from spanqa.runtime import has_data
 from workers.names import DEFAULT_WORKER_QUEUES
 
 if TYPE_CHECKING:
@@ -81,7 +82,6 @@ def watch(
 ) -> None:
     """Register PATH for the sweeper (`spanqa beat`); with no PATH, list the watched folders."""
     from ingest.catalog import Catalog
-    from spanqa.pipeline import has_data
 
     settings = settings_from(ctx)
     if path is None and not has_data(settings):  # listing never creates a data folder
@@ -121,13 +121,15 @@ def watch(
 def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:
     """Show background jobs (or one job) with state and progress."""
     from ingest.catalog import Catalog
-    from spanqa.pipeline import has_data
 
     settings = settings_from(ctx)
     if not has_data(settings):  # looking never creates a data folder
         if job_id is not None:
             raise UserError(f"no job {job_id} (see `spanqa jobs`)")
-        print_json([]) if as_json else click.echo("no jobs")
+        if as_json:
+            print_json([])
+        else:
+            click.echo("no jobs")
         return
     with Catalog(settings.catalog_url) as catalog:
         if job_id is None:
