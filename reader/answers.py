@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reader.calibration import Calibrator, Candidate, features
+from reader.calibration import Calibrator, Candidate, content_words, features
 from reader.squad import normalize_answer
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
@@ -177,23 +177,23 @@ class AnswerBuilder:
                 continue
             passage = passages[span.passage_index]
             combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
-            scored.append((combined, span, passage))
+            text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
+            scored.append((combined, span, passage, text, normalize_answer(text)))
         scored.sort(key=lambda item: item[0], reverse=True)
         null_logit = combine_scores(result.null_score, 1.0, weight)
-        normalizer = logsumexp([s for s, _, _ in scored] + [null_logit])
+        normalizer = logsumexp([item[0] for item in scored] + [null_logit])
         # How many passages give the same words: agreement is evidence an answer is right.
         agreeing: dict[str, set[int]] = {}
-        for _, span, passage in scored:
-            text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
-            agreeing.setdefault(normalize_answer(text), set()).add(span.passage_index)
+        for _, span, _, _, words in scored:
+            agreeing.setdefault(words, set()).add(span.passage_index)
+        question_words = content_words(question)
         picked: list[Answer] = []
-        for combined, span, passage in scored:
+        picked_words: set[str] = set()
+        for combined, span, passage, text, words in scored:
             doc_start = passage.char_start + span.char_start
             doc_end = passage.char_start + span.char_end
-            text = passage.text_at(doc_start, doc_end)
-            if any(
-                (a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end)
-                or normalize_answer(a.text) == normalize_answer(text)
+            if words in picked_words or any(
+                a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end
                 for a in picked
             ):
                 continue  # the same words again: through an overlapping chunk, or elsewhere in the documents
@@ -215,13 +215,14 @@ class AnswerBuilder:
                 dense_rank=passage.dense_rank,
                 lexical_score=passage.lexical_score,
                 lexical_rank=passage.lexical_rank,
-                agreement=len(agreeing.get(normalize_answer(text), ())),
+                agreement=len(agreeing[words]),
                 passage_text=prefixed(passage.heading, passage.title, passage.text).text,
                 sentence=context,
                 answer=text,
             )
-            values = features(question, candidate)
+            values = features(question_words, candidate)
             score = self.calibrator.probability(values) if self.calibrator is not None else relative
+            picked_words.add(words)
             picked.append(
                 Answer(
                     text=text,

@@ -90,9 +90,9 @@ class Candidate:
     answer: str
 
 
-def features(question: str, candidate: Candidate) -> dict[str, float]:
-    """The calibrator's features of ``candidate`` for ``question``, by name (see ``FEATURES``)."""
-    words = content_words(question)
+def features(question_words: set[str], candidate: Candidate) -> dict[str, float]:
+    """The calibrator's features of ``candidate`` for a question with these ``content_words``, by name
+    (see ``FEATURES``)."""
     return {
         "span_score": candidate.span_score,
         "margin": candidate.margin,
@@ -104,8 +104,8 @@ def features(question: str, candidate: Candidate) -> dict[str, float]:
         "lexical_score": math.log1p(max(candidate.lexical_score or 0.0, 0.0)),
         "lexical_rank_inv": _inverse_rank(candidate.lexical_rank),
         "agreement": math.log1p(candidate.agreement),
-        "question_in_passage": word_share(words, candidate.passage_text),
-        "question_in_sentence": word_share(words, candidate.sentence),
+        "question_in_passage": word_share(question_words, candidate.passage_text),
+        "question_in_sentence": word_share(question_words, candidate.sentence),
         "answer_words": math.log1p(len(_WORD.findall(candidate.answer))),
     }
 
