@@ -379,39 +379,35 @@ def abstention_report(records: Sequence[dict[str, Any]], min_score: float) -> di
     for record in records:
         by_kind.setdefault(record["kind"], []).append(record)
 
+    answerable = by_kind.get(ANSWERABLE, [])
+
     def answered(record: dict[str, Any], threshold: float) -> bool:
         return record["score"] is not None and record["score"] >= threshold
 
-    right_any = sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"])
+    def right_answered(threshold: float) -> int:
+        return sum(1 for r in answerable if r["right"] and answered(r, threshold))
+
+    def abstained(group: Sequence[dict[str, Any]], threshold: float) -> float:
+        return round(100.0 * sum(not answered(r, threshold) for r in group) / max(len(group), 1), 2)
+
+    right_any = sum(1 for r in answerable if r["right"])
     curve = []
     for threshold in CURVE_THRESHOLDS:
-        row: dict[str, Any] = {"threshold": threshold}
-        kept = sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"] and answered(r, threshold))
-        row["right_kept"] = round(100.0 * kept / max(right_any, 1), 2)
+        row: dict[str, Any] = {
+            "threshold": threshold,
+            "right_kept": round(100.0 * right_answered(threshold) / max(right_any, 1), 2),
+        }
         for kind in (UNSEEN_ARTICLE, CUT_PARAGRAPH):
-            group = by_kind.get(kind, [])
-            row[f"abstain_{kind}"] = round(
-                100.0 * sum(not answered(r, threshold) for r in group) / max(len(group), 1), 2
-            )
+            row[f"abstain_{kind}"] = abstained(by_kind.get(kind, []), threshold)
         curve.append(row)
     scored = [r for r in records if r["score"] is not None]
     report: dict[str, Any] = {
         "min_score": min_score,
         "kinds": {
-            kind: {
-                "questions": len(group),
-                "abstained": round(
-                    100.0 * sum(not answered(r, min_score) for r in group) / max(len(group), 1), 2
-                ),
-            }
+            kind: {"questions": len(group), "abstained": abstained(group, min_score)}
             for kind, group in sorted(by_kind.items())
         },
-        "answered_right": round(
-            100.0
-            * sum(1 for r in by_kind.get(ANSWERABLE, []) if r["right"] and answered(r, min_score))
-            / max(len(by_kind.get(ANSWERABLE, [])), 1),
-            2,
-        ),
+        "answered_right": round(100.0 * right_answered(min_score) / max(len(answerable), 1), 2),
         "ece": round(
             expected_calibration_error([r["score"] for r in scored], [bool(r["right"]) for r in scored]), 4
         ),
