@@ -24,8 +24,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -113,6 +111,7 @@ class IndexVersionRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     model_name: Mapped[str] = mapped_column(String(512))
+    pooling: Mapped[str] = mapped_column(String(16), default="auto", server_default="auto")
     dimension: Mapped[int] = mapped_column(Integer)
     collection: Mapped[str] = mapped_column(String(255), unique=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
@@ -183,6 +182,7 @@ def _to_index_version(row: IndexVersionRow) -> IndexVersion:
     return IndexVersion(
         id=row.id,
         model_name=row.model_name,
+        pooling=row.pooling,
         dimension=row.dimension,
         collection=row.collection,
         status=IndexStatus(row.status),
@@ -243,9 +243,15 @@ class Catalog:
         """Insert a row unless one with the same key exists, without failing when another transaction
         inserts it at the same time (it waits for that one to finish)."""
         dialect = s.get_bind().dialect.name
+        # Each dialect's insert is imported where it is used: PostgreSQL's pulls in asyncio and costs every
+        # SQLite command (a one-shot `spanqa ask`) 20 ms.
         if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
             s.execute(postgresql_insert(entity).values(**values).on_conflict_do_nothing())
         elif dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
             s.execute(sqlite_insert(entity).values(**values).on_conflict_do_nothing())
         else:
             try:
@@ -505,7 +511,7 @@ class Catalog:
             ]
 
     def create_index_version(
-        self, *, model_name: str, dimension: int, collection: str, active: bool
+        self, *, model_name: str, dimension: int, collection: str, active: bool, pooling: str = "auto"
     ) -> IndexVersion:
         """Record a vector collection; ``active`` makes it the one questions are answered from (any other
         active version is retired).
@@ -516,15 +522,19 @@ class Catalog:
         with self._writing() as s:
             self._serialize(s, "index_versions")
             row = s.scalars(select(IndexVersionRow).where(IndexVersionRow.collection == collection)).first()
-            if row is not None and (row.model_name != model_name or row.dimension != dimension):
+            if row is not None and (
+                row.model_name != model_name or row.dimension != dimension or row.pooling != pooling
+            ):
                 raise CatalogError(
-                    f"collection {collection} is already recorded for {row.model_name} ({row.dimension} dims)"
+                    f"collection {collection} is already recorded for {row.model_name} "
+                    f"({row.dimension} dims, {row.pooling} pooling)"
                 )
             if row is None:
                 if active:
                     self._retire_active(s)
                 row = IndexVersionRow(
                     model_name=model_name,
+                    pooling=pooling,
                     dimension=dimension,
                     collection=collection,
                     status=(IndexStatus.ACTIVE if active else IndexStatus.BUILDING).value,

@@ -15,13 +15,13 @@ from typing import Any
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import chunk_blocks
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file, looks_like_text
-from ingest.walk import FoundFile, walk
+from ingest.walk import FoundFile, inside, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
 from retriever.lexical import Bm25Encoder
 from spanqa.errors import SpanqaError
 from spanqa.settings import Settings
-from spanqa.types import Chunk, Document, DocumentStatus
+from spanqa.types import Chunk, Document, DocumentStatus, IndexVersion
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +112,8 @@ class IngestJob:
         chunk_overlap: tokens shared by consecutive chunks.
         max_file_bytes: larger files are recorded as failed without being read.
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
+        follow_symlinks_out: follow symlinks that lead out of the folder being ingested (off: they are
+            skipped and counted, so a link cannot pull in files from elsewhere).
     """
 
     def __init__(
@@ -124,6 +126,7 @@ class IngestJob:
         chunk_overlap: int = Settings.chunk_overlap,
         max_file_bytes: int | None = None,
         encode_group: int = 256,
+        follow_symlinks_out: bool = Settings.follow_symlinks_out,
     ) -> None:
         self.catalog = catalog
         self.encoder = encoder
@@ -132,6 +135,7 @@ class IngestJob:
         self.chunk_overlap = chunk_overlap
         self.max_file_bytes = max_file_bytes
         self.encode_group = encode_group
+        self.follow_symlinks_out = follow_symlinks_out
         self._collection: str | None = None
         #: Files the last discovery left out, by reason (hidden, not text, excluded).
         self.skipped: Counter[str] = Counter()
@@ -148,6 +152,7 @@ class IngestJob:
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         on_progress: Callable[[Progress], None] | None = None,
+        confine_to: Sequence[Path] = (),
     ) -> IngestReport:
         """Ingest ``paths`` (files or folders).
 
@@ -157,6 +162,7 @@ class IngestJob:
             include: only files matching these globs (default: every supported extension).
             exclude: skip files matching these globs.
             on_progress: called after each file.
+            confine_to: resolved folders that symlinks may not lead out of (``spanqa serve``'s roots).
 
         Returns:
             The per-file outcomes.
@@ -166,8 +172,8 @@ class IngestJob:
         """
         active = self.catalog.active_index()
         if active is not None:
-            check_model(active.model_name, self.encoder.model_name)
-        found = self.discover(paths, include=include, exclude=exclude)
+            check_model(active, self.encoder.model_name, self.encoder.pooling)
+        found = self.discover(paths, include=include, exclude=exclude, confine_to=confine_to)
         report = self.run_found(found, on_progress=on_progress)
         report.skipped = dict(self.skipped)
         if prune:
@@ -181,7 +187,7 @@ class IngestJob:
         started = time.perf_counter()
         active = self.catalog.active_index()
         if active is not None:
-            check_model(active.model_name, self.encoder.model_name)
+            check_model(active, self.encoder.model_name, self.encoder.pooling)
         report = IngestReport()
         loaded_before = self._load_seconds
         report.orphans_removed = self.remove_orphans()
@@ -217,7 +223,12 @@ class IngestJob:
         return report
 
     def discover(
-        self, paths: Sequence[str | Path], *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+        self,
+        paths: Sequence[str | Path],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        confine_to: Sequence[Path] = (),
     ) -> list[FoundFile]:
         """Every file the run would look at; raises PathNotFoundError for a missing path.
 
@@ -231,6 +242,7 @@ class IngestJob:
             if not path.exists():
                 raise PathNotFoundError(f"no such file or folder: {raw}")
             if path.is_dir():
+                roots = confine_to or (() if self.follow_symlinks_out else (path.resolve(),))
                 items = list(
                     walk(
                         path,
@@ -239,6 +251,7 @@ class IngestJob:
                         exclude=exclude,
                         is_text=looks_like_text,
                         skipped=self.skipped,
+                        confine_to=roots,
                     )
                 )
             else:
@@ -385,11 +398,15 @@ class IngestJob:
             name = collection_name(self.encoder.model_name, dimension)
             self.index.ensure_collection(name, dimension)
             active = self.catalog.create_index_version(
-                model_name=self.encoder.model_name, dimension=dimension, collection=name, active=True
+                model_name=self.encoder.model_name,
+                dimension=dimension,
+                collection=name,
+                active=True,
+                pooling=self.encoder.pooling,
             )
             self.index.set_alias(ACTIVE_ALIAS, name)
         else:
-            check_model(active.model_name, self.encoder.model_name)
+            check_model(active, self.encoder.model_name, self.encoder.pooling)
             self.index.ensure_collection(active.collection, active.dimension)
         self._collection = active.collection
         return active.collection
@@ -425,12 +442,18 @@ class IngestJob:
         return len(missing)
 
     def vanished(self, paths: Sequence[str | Path]) -> list[Document]:
-        """The documents under the given folders whose files no longer exist."""
+        """The documents under the given folders whose files no longer exist, or (unless symlinks out of
+        the folder are followed) are reached through a link that leads out of it."""
         gone: list[Document] = []
         for raw in paths:
             root = Path(raw).expanduser().absolute()
             if root.is_dir():
-                gone.extend(d for d in self.catalog.paths_under(str(root)) if not os.path.exists(d.path))
+                roots = () if self.follow_symlinks_out else (root.resolve(),)
+                gone.extend(
+                    d
+                    for d in self.catalog.paths_under(str(root))
+                    if not os.path.exists(d.path) or (roots and not inside(d.path, roots))
+                )
         return gone
 
     def prune(self, paths: Sequence[str | Path]) -> list[FileOutcome]:
@@ -473,12 +496,18 @@ def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:
     )
 
 
-def check_model(indexed_with: str, configured: str) -> None:
-    """Refuse to mix vectors of two models in one collection."""
-    if indexed_with != configured:
+def check_model(active: IndexVersion, configured: str, pooling: str) -> None:
+    """Refuse to mix vectors of two models (or two poolings of one) in one collection."""
+    if active.model_name != configured:
         raise IngestError(
-            f"the index was built with retriever model '{indexed_with}' but SPANQA_RETRIEVER_MODEL is "
-            f"'{configured}': set it back, or rebuild the index for the new model"
+            f"the index was built with retriever model '{active.model_name}' but SPANQA_RETRIEVER_MODEL is "
+            f"'{configured}': set it back, or rebuild the index for the new model with "
+            f"`spanqa reindex --retriever-model {configured}`"
+        )
+    if active.pooling != pooling:
+        raise IngestError(
+            f"the index was built with pooling '{active.pooling}' but SPANQA_POOLING is '{pooling}': set it "
+            "back, or rebuild the index with `spanqa reindex`"
         )
 
 

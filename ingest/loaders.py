@@ -12,6 +12,7 @@ import bisect
 import codecs
 import contextlib
 import io
+import itertools
 import logging
 import re
 import stat as stat_module
@@ -32,6 +33,8 @@ MB = 1_000_000
 """Bytes per megabyte in size messages (as in ``max_bytes = int(settings.max_file_mb * MB)``)."""
 
 HEAD_BYTES = 8192
+DOCX_MAX_UNPACKED = 200 * MB
+"""A .docx unpacking to more than this is refused before it is parsed (a zip bomb stays small on disk)."""
 """How many leading bytes ``load_file`` hands to ``detect_format`` (callers sniffing files: read as many)."""
 
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst"})
@@ -437,6 +440,15 @@ def _decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
     return text, codecs.lookup(best.encoding).name
 
 
+def decode_file_text(data: bytes, fmt: str) -> tuple[str, str]:
+    """The text of a txt, md or html file's bytes, and its encoding (an HTML file's declared charset first).
+
+    Raises:
+        LoadError: binary or undecodable data.
+    """
+    return _decode_text(data, _declared_html_charset(data) if fmt == "html" else None)
+
+
 # ----------------------------------------------------------------------------------------------------------
 # HTML and Markdown
 # ----------------------------------------------------------------------------------------------------------
@@ -782,6 +794,7 @@ def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
 
     if data.startswith(b"\xd0\xcf\x11\xe0"):  # OLE2: a legacy .doc, or a password-protected Office file
         raise LoadError("not a .docx file (password-protected, or an old .doc)")
+    _refuse_zip_bomb(data)
     try:
         document = Document(io.BytesIO(data))
     except ValueError as exc:
@@ -808,6 +821,18 @@ def _docx_blocks(data: bytes) -> list[tuple[str, int]]:
                         cells.append(cell)
             stack.extend(reversed([inner for cell in cells for inner in cell.iter_inner_content()]))
     return blocks
+
+
+def _refuse_zip_bomb(data: bytes) -> None:
+    """Refuse a .docx that would unpack to more than ``DOCX_MAX_UNPACKED`` bytes (python-docx unpacks and
+    parses its XML whole): a few kilobytes must not become gigabytes in memory."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError, RuntimeError) as exc:
+        raise LoadError(f"corrupt DOCX: {first_line(exc)}") from exc
+    if unpacked > DOCX_MAX_UNPACKED:
+        raise LoadError(f"DOCX unpacks to {unpacked / MB:.0f} MB (more than {DOCX_MAX_UNPACKED / MB:.0f} MB)")
 
 
 def _docx_heading_level(paragraph: Any) -> int:
@@ -900,6 +925,50 @@ def _plain_text_blocks(text: str) -> list[Block]:
     return blocks
 
 
+# A line is wrapped, not ended, when it is at least this share of its paragraph's width.
+WRAPPED_LINE_SHARE = 0.75
+# Paragraphs whose longest lines are shorter than this are lists or tables, never wrapped prose.
+MIN_WRAP_WIDTH = 40
+_LIST_ITEM = re.compile(r"(?:[-*+•·]|\d{1,3}[.)]|[a-zA-Z][.)])\s")
+
+
+def unwrap_lines(text: str, blocks: list[Block]) -> str:
+    """Join the hard-wrapped lines of prose blocks (man pages, plain-text manuals, PDF lines) with spaces.
+
+    A line break becomes a space when the line before it runs close to its paragraph's width (the wrap
+    column) and the next line does not start a list item; short lines (a definition's term, a list, the
+    last line of a paragraph) keep their breaks. Each ``\n`` is replaced by one space, so every offset into
+    the text stays what it was.
+
+    Args:
+        text: normalized text.
+        blocks: its blocks; only text blocks are unwrapped (headings, rows and code keep their lines).
+
+    Returns:
+        The text, as long as ``text``.
+    """
+    chars = list(text)
+    for block in blocks:
+        if block.kind != TEXT:
+            continue
+        # Paragraphs; "*", not "+": a one-line paragraph must match, or a long line backtracks quadratically.
+        for match in re.finditer(r"[^\n]+(?:\n[^\n]+)*", text[block.char_start : block.char_end]):
+            lines = match.group(0).split("\n")
+            if len(lines) < 2:
+                continue
+            lengths = sorted(len(line) for line in lines)
+            width = lengths[max(0, (len(lengths) * 9) // 10 - 1)] if len(lengths) > 2 else lengths[-1]
+            if width < MIN_WRAP_WIDTH:
+                continue
+            offset = block.char_start + match.start()
+            for line, following in itertools.pairwise(lines):
+                offset += len(line)
+                if len(line) >= WRAPPED_LINE_SHARE * width and not _LIST_ITEM.match(following):
+                    chars[offset] = " "
+                offset += 1
+    return "".join(chars)
+
+
 def _page_blocks(text: str, pages: list[PageSpan], outline: list[tuple[int, int, str]]) -> list[Block]:
     """One block per non-empty page, titled by the PDF bookmarks at or before it."""
     blocks: list[Block] = []
@@ -988,13 +1057,13 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
             page_texts, outline = _pdf_pages(data)
             text, pages = _normalize_pages(page_texts)
             blocks = _page_blocks(text, pages, outline)
+            text = unwrap_lines(text, blocks)
         elif fmt == "docx":
             raw, raw_blocks = _joined_blocks(_docx_blocks(data))
             text, source_index = normalize_whitespace(raw)
             blocks = _map_blocks(raw_blocks, text, source_index)
         else:
-            declared = _declared_html_charset(data) if fmt == "html" else None
-            raw, encoding = _decode_text(data, declared)
+            raw, encoding = decode_file_text(data, fmt)
             if fmt in ("html", "md"):
                 walked = _html_walk(raw) if fmt == "html" else _markdown_walk(raw)
                 text, source_index = normalize_whitespace(walked.text)
@@ -1002,6 +1071,7 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
             else:
                 text, _ = normalize_whitespace(raw)
                 blocks = _plain_text_blocks(text)
+                text = unwrap_lines(text, blocks)
     except LoadError:
         raise
     except RecursionError as exc:

@@ -59,7 +59,11 @@ def reindex(
     name = collection_name(encoder.model_name, dimension, version)
     index.ensure_collection(name, dimension)
     building = catalog.create_index_version(
-        model_name=encoder.model_name, dimension=dimension, collection=name, active=False
+        model_name=encoder.model_name,
+        dimension=dimension,
+        collection=name,
+        active=False,
+        pooling=encoder.pooling,
     )
     total = catalog.counts()["chunks"]
     done = 0

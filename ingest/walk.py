@@ -41,7 +41,13 @@ def matches(relative_path: str, patterns: Sequence[str]) -> bool:
 
 
 #: Why a file under a folder was not taken, as the ingest summary counts them.
-HIDDEN, NOT_TEXT, EXCLUDED = "hidden", "not text", "excluded"
+HIDDEN, NOT_TEXT, EXCLUDED, OUTSIDE = "hidden", "not text", "excluded", "linked from outside"
+
+
+def inside(path: Path | str, roots: Sequence[Path]) -> bool:
+    """Whether ``path``, symlinks resolved, lies in one of ``roots`` (resolved folders)."""
+    real = Path(os.path.realpath(path))
+    return any(real.is_relative_to(root) for root in roots)
 
 
 def walk(
@@ -52,13 +58,15 @@ def walk(
     exclude: Sequence[str] = (),
     is_text: Callable[[Path], bool] | None = None,
     skipped: Counter[str] | None = None,
+    confine_to: Sequence[Path] = (),
 ) -> Iterator[FoundFile]:
     """Yield the files under ``root`` to ingest, in a stable order.
 
     Hidden files and folders are skipped; symlinked folders are followed once (a loop is walked once, not
     forever); files are kept when their extension is supported, when ``is_text`` says their content is text
     (an extensionless README, a .csv, a source file), or when they match ``include``; they are dropped when
-    they match ``exclude``. ``skipped`` counts what was left out, by reason.
+    they match ``exclude``. With ``confine_to`` (resolved folders), a symlink that leads out of them is
+    neither followed nor read. ``skipped`` counts what was left out, by reason.
     """
     root = root.absolute()
     counts: Counter[str] = skipped if skipped is not None else Counter()
@@ -66,6 +74,10 @@ def walk(
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True, onerror=_log_walk_error):
         real = os.path.realpath(dirpath)
         if real in seen_dirs:
+            dirnames[:] = []
+            continue
+        if confine_to and not inside(real, confine_to):
+            counts[OUTSIDE] += 1
             dirnames[:] = []
             continue
         seen_dirs.add(real)
@@ -83,6 +95,9 @@ def walk(
                 counts[EXCLUDED] += 1
                 continue
             if not path.is_file():  # a FIFO, a socket or a device: never opened (reading a FIFO blocks)
+                continue
+            if confine_to and not inside(path, confine_to):
+                counts[OUTSIDE] += 1
                 continue
             if include:
                 if not matches(relative, include):

@@ -18,7 +18,7 @@ from reader.calibration import Calibrator, Candidate, content_words, features
 from reader.squad import normalize_answer
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
-from spanqa.types import Answer, Passage, page_at, prefixed
+from spanqa.types import Answer, AnswerSource, Passage, page_at, prefixed
 
 if TYPE_CHECKING:
     from reader.reader import ExtractiveReader, ReaderResult
@@ -188,15 +188,27 @@ class AnswerBuilder:
             agreeing.setdefault(words, set()).add(span.passage_index)
         question_words = content_words(question)
         picked: list[Answer] = []
-        picked_words: set[str] = set()
+        picked_words: dict[str, int] = {}  # an answer's words -> its place in ``picked``
+        sources: dict[int, list[AnswerSource]] = {}
         for combined, span, passage, text, words in scored:
             doc_start = passage.char_start + span.char_start
             doc_end = passage.char_start + span.char_end
-            if words in picked_words or any(
+            if any(
                 a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end
                 for a in picked
             ):
-                continue  # the same words again: through an overlapping chunk, or elsewhere in the documents
+                continue  # the same place again, through an overlapping chunk
+            if words in picked_words:
+                # The same answer in another place: one answer, with the other places listed under it.
+                first = picked_words[words]
+                places = sources.setdefault(first, [])
+                seen = {(s.document_id, s.char_start) for s in places}
+                seen.add((picked[first].document_id, picked[first].char_start))
+                if (passage.document_id, doc_start) not in seen and span.char_start >= 0:
+                    known = pages.get(passage.document_id)
+                    page = page_at(known, doc_start) if known is not None else None
+                    places.append(AnswerSource(passage.path, passage.document_id, doc_start, doc_end, page))
+                continue
             if span.char_start >= 0:
                 context, context_start = answer_context(passage.text, span.char_start, span.char_end)
                 context_start += passage.char_start
@@ -222,7 +234,7 @@ class AnswerBuilder:
             )
             values = features(question_words, candidate)
             score = self.calibrator.probability(values) if self.calibrator is not None else relative
-            picked_words.add(words)
+            picked_words[words] = len(picked)
             picked.append(
                 Answer(
                     text=text,
@@ -243,6 +255,7 @@ class AnswerBuilder:
             )
         # Best first by the score shown (the probability of being right), never below min_score: an answer
         # below it leaves its place to the next candidate. Ties keep the reading's order.
+        picked = [dataclasses.replace(a, also_in=tuple(sources.get(i, ()))) for i, a in enumerate(picked)]
         kept = [a for a in picked if a.score >= self.min_score]
         kept.sort(key=lambda a: a.score, reverse=True)
         return kept[: self.answers]

@@ -20,6 +20,8 @@ from spanqa.settings import DEFAULT_READER_MODEL
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from reader.tokenization import SpanTokenizer
+
 
 SHIPPED_MODELS_DIR = Path(__file__).resolve().parent / "models"
 
@@ -49,9 +51,11 @@ def resolve_reader_model(name_or_path: str) -> str:
 
 
 def load_reader_model(
-    name_or_path: str, *, device: str = "cpu"
+    name_or_path: str, *, device: str = "cpu", threads: int = 0
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load an ``AutoModelForQuestionAnswering`` and its fast tokenizer, in eval mode, as float32.
+
+    ``threads`` > 0 sets torch's intra-op threads (0: torch's default).
 
     Raises:
         ReaderLoadError: with a one-line reason and the setting that fixes it.
@@ -59,6 +63,8 @@ def load_reader_model(
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
+    if threads > 0:
+        torch.set_num_threads(threads)
     location = resolve_reader_model(name_or_path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
@@ -87,17 +93,8 @@ class Window:
     null_index: int
 
 
-def truncate_question(tokenizer: PreTrainedTokenizerBase, question: str, max_tokens: int) -> str:
-    """Cut ``question`` after ``max_tokens`` tokens, on a token boundary."""
-    encoded = tokenizer(question, add_special_tokens=False, return_offsets_mapping=True)
-    offsets = encoded["offset_mapping"]
-    if len(offsets) <= max_tokens:
-        return question
-    return question[: offsets[max_tokens - 1][1]]
-
-
 def make_windows(
-    tokenizer: PreTrainedTokenizerBase,
+    tokenizer: SpanTokenizer,
     question: str,
     passages: list[str],
     *,
@@ -109,7 +106,7 @@ def make_windows(
     """Tokenize ``question`` against each passage in overlapping windows.
 
     Args:
-        tokenizer: a fast tokenizer (offsets are needed).
+        tokenizer: the reader's tokenizer.
         question: the question; cut at ``max_question_tokens`` tokens.
         passages: the passage texts.
         item_index: carried into each window so batches can mix questions.
@@ -122,45 +119,23 @@ def make_windows(
     """
     if not passages:
         return []
-    question = truncate_question(tokenizer, question.strip(), max_question_tokens)
-    question_len = len(tokenizer(question, add_special_tokens=False)["input_ids"])
-    specials = tokenizer.num_special_tokens_to_add(pair=True)
-    room = max_seq_length - question_len - specials
-    if room < 8:
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for the passage after the question")
-    stride = max(0, min(stride, room - 1))
-    pad_right = tokenizer.padding_side == "right"
-    encoded = tokenizer(
-        [question] * len(passages) if pad_right else passages,
-        passages if pad_right else [question] * len(passages),
-        truncation="only_second" if pad_right else "only_first",
-        max_length=max_seq_length,
-        stride=stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding=False,
-    )
-    context_id = 1 if pad_right else 0
-    cls_id = tokenizer.cls_token_id
+    question = tokenizer.truncate_question(question.strip(), max_question_tokens)
+    per_passage = tokenizer.windows(question, passages, max_seq_length=max_seq_length, stride=stride)
     windows: list[Window] = []
-    for w in range(len(encoded["input_ids"])):
-        seq_ids = encoded.sequence_ids(w)
-        ids = encoded["input_ids"][w]
-        offsets: list[tuple[int, int] | None] = [
-            (int(o[0]), int(o[1])) if s == context_id else None
-            for o, s in zip(encoded["offset_mapping"][w], seq_ids, strict=True)
-        ]
-        null_index = ids.index(cls_id) if cls_id is not None and cls_id in ids else 0
-        windows.append(
-            Window(
-                item_index=item_index,
-                passage_index=int(encoded["overflow_to_sample_mapping"][w]),
-                input_ids=list(ids),
-                token_type_ids=list(encoded["token_type_ids"][w]) if "token_type_ids" in encoded else None,
-                offsets=offsets,
-                null_index=null_index,
+    for passage_index, encodings in enumerate(per_passage):
+        for encoding in encodings:
+            ids = encoding.ids
+            cls_id = tokenizer.cls_id
+            windows.append(
+                Window(
+                    item_index=item_index,
+                    passage_index=passage_index,
+                    input_ids=ids,
+                    token_type_ids=encoding.type_ids if tokenizer.token_types else None,
+                    offsets=tokenizer.passage_offsets(encoding),
+                    null_index=ids.index(cls_id) if cls_id is not None and cls_id in ids else 0,
+                )
             )
-        )
     return windows
 
 
@@ -205,11 +180,11 @@ def span_logits(model: Any, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, 
 
 
 def run_windows(
-    model: Any, tokenizer: PreTrainedTokenizerBase, windows: list[Window], *, batch_size: int = 16
+    model: Any, tokenizer: SpanTokenizer, windows: list[Window], *, batch_size: int = 16
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Start and end logits for every window, batched by length; results in ``windows`` order."""
     results: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(windows)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    pad_id = tokenizer.pad_id
     for batch in length_batches([len(w.input_ids) for w in windows], batch_size):
         inputs = pad_batch(
             [windows[i].input_ids for i in batch],

@@ -8,16 +8,15 @@ export needs torch once; it is cached under the model cache and checked against 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from reader.tokenization import SpanTokenizer
 from spanqa.errors import SpanqaError
 from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session, published
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ def quantize_span_model(source: Path, destination: Path) -> Path:
 
 def load_onnx_reader(
     folder: Path, *, cache_dir: Path, threads: int = 0, precision: str = "fp32"
-) -> tuple[OnnxSpanModel, PreTrainedTokenizerBase]:
+) -> tuple[OnnxSpanModel, SpanTokenizer]:
     """The span model of a local ``folder`` on ONNX Runtime (exported on first use) and its tokenizer.
 
     Args:
@@ -148,14 +147,11 @@ def load_onnx_reader(
             quantize_span_model(onnx_file, quantized)
         onnx_file = quantized
     model = OnnxSpanModel(open_session(onnx_file, threads=threads), name_or_path=str(folder))
+    token_types = "token_type_ids" in model.input_names
     if (folder / "tokenizer.json").is_file():
-        # AutoTokenizer resolves the config through modules that import torch: ~2 s the ONNX path avoids.
-        # The generic class must be told which inputs the model takes (BERT needs token_type_ids).
-        from transformers import PreTrainedTokenizerFast
+        # The tokenizers library alone: importing transformers would cost a question about a second.
+        return model, SpanTokenizer.from_folder(folder, token_types=token_types)
+    from transformers import AutoTokenizer
 
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(folder), model_input_names=model.input_names)
-    else:
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    return model, tokenizer
+    tokenizer = SpanTokenizer.from_transformers(AutoTokenizer.from_pretrained(str(folder)))
+    return model, replace(tokenizer, token_types=token_types)

@@ -15,8 +15,8 @@ from reader.model import (
     make_windows,
     resolve_reader_model,
     run_windows,
-    truncate_question,
 )
+from reader.tokenization import SpanTokenizer
 from spanqa.settings import CHOICES
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class ExtractiveReader:
         self.threads = threads
         self.precision = precision
         self._model: Any = None
-        self._tokenizer: Any = None
+        self._tokenizer: SpanTokenizer | None = None
         # What warm_up loaded: "int8" or "fp32" (None before, or for a model handed to from_loaded).
         self.loaded_precision: str | None = None
 
@@ -141,7 +141,10 @@ class ExtractiveReader:
     def from_loaded(cls, model: Any, tokenizer: Any, **kwargs: Any) -> ExtractiveReader:
         """Wrap an already loaded model (training evaluates the model it is training)."""
         reader = cls(model=getattr(model, "name_or_path", "<in memory>"), **kwargs)
-        reader._model, reader._tokenizer = model, tokenizer
+        reader._model = model
+        reader._tokenizer = (
+            tokenizer if isinstance(tokenizer, SpanTokenizer) else SpanTokenizer.from_transformers(tokenizer)
+        )
         return reader
 
     def warm_up(self) -> None:
@@ -154,7 +157,8 @@ class ExtractiveReader:
                 self._model, self._tokenizer = loaded
                 self.loaded_precision = self._onnx_precision
                 return
-        self._model, self._tokenizer = load_reader_model(self.model_name, device=self.device)
+        self._model, tokenizer = load_reader_model(self.model_name, device=self.device, threads=self.threads)
+        self._tokenizer = SpanTokenizer.from_transformers(tokenizer)
         self.loaded_precision = "fp32"
 
     @property
@@ -163,7 +167,7 @@ class ExtractiveReader:
         # (benchmarks.md).
         return "fp32" if self.precision == "fp32" else "int8"
 
-    def _load_onnx(self) -> tuple[Any, Any] | None:
+    def _load_onnx(self) -> tuple[Any, SpanTokenizer] | None:
         """The ONNX model, or None where "auto" falls back to torch.
 
         Raises:
@@ -206,8 +210,9 @@ class ExtractiveReader:
             return None
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> SpanTokenizer:
         self.warm_up()
+        assert self._tokenizer is not None
         return self._tokenizer
 
     def run(
@@ -232,12 +237,12 @@ class ExtractiveReader:
         segments: Sequence[Sequence[Segments | None] | None] | None = None,
     ) -> list[ReaderResult]:
         """Read many (question, passages) pairs, batching windows across them (``segments`` per item)."""
-        self.warm_up()
+        tokenizer = self.tokenizer
         windows = []
         for index, (question, passages) in enumerate(items):
             windows.extend(
                 make_windows(
-                    self._tokenizer,
+                    tokenizer,
                     question,
                     list(passages),
                     item_index=index,
@@ -246,7 +251,7 @@ class ExtractiveReader:
                     max_question_tokens=self.max_question_tokens,
                 )
             )
-        logits = run_windows(self._model, self._tokenizer, windows, batch_size=self.batch_size)
+        logits = run_windows(self._model, tokenizer, windows, batch_size=self.batch_size)
         per_item: list[list[WindowLogits]] = [[] for _ in items]
         for window, (starts, ends) in zip(windows, logits, strict=True):
             per_item[window.item_index].append(
@@ -269,7 +274,7 @@ class ExtractiveReader:
             )
             null = min((w.null_score for w in item_windows), default=float("inf"))
             asked = question.strip()
-            cut = truncate_question(self._tokenizer, asked, self.max_question_tokens) != asked
+            cut = tokenizer.truncate_question(asked, self.max_question_tokens) != asked
             results.append(
                 ReaderResult(spans=spans, null_score=null, windows=len(item_windows), question_cut=cut)
             )

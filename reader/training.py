@@ -241,7 +241,7 @@ def train(
         if not (checkpoint / STATE_FILE).is_file():
             raise FileNotFoundError(f"no checkpoint to resume in {checkpoint}")
         # map_location: a run started on a GPU can go on on a CPU, and the other way round.
-        state = torch.load(checkpoint / STATE_FILE, weights_only=False, map_location="cpu")
+        state = torch.load(checkpoint / STATE_FILE, weights_only=True, map_location="cpu")
         saved = TrainConfig(**{_RENAMED_FIELDS.get(k, k): v for k, v in state["config"].items()})
         saved.max_steps = config.max_steps or saved.max_steps
         saved.time_limit_minutes = config.time_limit_minutes

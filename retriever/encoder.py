@@ -28,11 +28,21 @@ class EncoderLoadError(SpanqaError):
     """The retriever model cannot be loaded."""
 
 
+#: Pooling modes that replace a model's own ("auto" keeps it: mean for plain HF encoders, as Sentence-BERT).
+POOLING_MODES = ("mean", "cls", "max")
+
+
 class TextEncoder(Protocol):
     """What ingest and search need from an encoder."""
 
     @property
     def model_name(self) -> str: ...
+
+    @property
+    def pooling(self) -> str:
+        """How token vectors are pooled ("auto": the model's own, or "mean", "cls", "max"); the index records
+        it."""
+        ...
 
     @property
     def dimension(self) -> int: ...
@@ -69,6 +79,7 @@ class SentenceEncoder:
         batch_size: texts per forward pass (sentence-transformers sorts them by length).
         max_seq_length: cut texts after this many tokens.
         device: a torch device name.
+        pooling: "auto" (the model's own pooling), or "mean", "cls", "max" in place of it.
     """
 
     def __init__(
@@ -78,8 +89,10 @@ class SentenceEncoder:
         batch_size: int = 64,
         max_seq_length: int = 256,
         device: str = "cpu",
+        pooling: str = "auto",
     ) -> None:
         self._name = model
+        self._pooling = pooling
         self.batch_size = batch_size
         self._max_seq_length = max_seq_length
         self.device = device
@@ -92,6 +105,7 @@ class SentenceEncoder:
             batch_size=settings.retriever_batch_size,
             max_seq_length=settings.retriever_max_seq_length,
             device=settings.device,
+            pooling=settings.pooling,
         )
 
     def warm_up(self) -> None:
@@ -110,12 +124,18 @@ class SentenceEncoder:
                 "model directory, or a hub name with network access"
             ) from exc
         model.max_seq_length = min(self._max_seq_length, model.max_seq_length or self._max_seq_length)
+        if self._pooling != "auto":
+            _set_pooling(model, self._pooling)
         model.eval()
         self._model = model
 
     @property
     def model_name(self) -> str:
         return self._name
+
+    @property
+    def pooling(self) -> str:
+        return self._pooling
 
     @property
     def dimension(self) -> int:
@@ -150,3 +170,12 @@ class SentenceEncoder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _set_pooling(model: Any, mode: str) -> None:
+    """Make ``model`` pool its token vectors by ``mode``, whatever its own pooling module says."""
+    for module in model.children():
+        if hasattr(module, "pooling_mode"):  # sentence-transformers' Pooling (one mode: same dimension)
+            module.pooling_mode = mode
+            return
+    raise EncoderLoadError(f"the retriever model has no pooling layer to set to {mode!r}")

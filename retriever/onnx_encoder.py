@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from retriever.encoder import EncoderLoadError, resolve_encoder_model
+from retriever.encoder import POOLING_MODES, EncoderLoadError, resolve_encoder_model
 from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
 
 logger = logging.getLogger(__name__)
@@ -36,21 +36,31 @@ def model_folder(name_or_path: str) -> Path:
     return location
 
 
-def uses_mean_pooling(folder: Path) -> bool:
-    """True for plain HF encoders and for sentence-transformers models that pool by mean."""
+def own_pooling(folder: Path) -> str | None:
+    """The pooling a model folder asks for ("mean", "cls", "max", ...), or None when its vectors are more
+    than pooled token vectors (e.g. a Dense layer after pooling) or it combines several modes.
+
+    Plain HF encoders pool by mean, as sentence-transformers gives them. Both ways a Pooling config is
+    written are read: ``{"pooling_mode": "mean"}`` (sentence-transformers 6) and the older flags.
+    """
     modules_file = folder / "modules.json"
     if not modules_file.is_file():
-        return True  # sentence-transformers gives a plain HF model mean pooling too
+        return "mean"
     modules = json.loads(modules_file.read_text(encoding="utf-8"))
     kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
     if any(k not in {"Transformer", "Pooling", "Normalize"} for k in kinds):
-        return False  # e.g. a Dense layer after pooling
+        return None
     for module in modules:
         if module.get("type", "").endswith("Pooling"):
             config = json.loads((folder / module["path"] / "config.json").read_text(encoding="utf-8"))
-            active = [k for k, v in config.items() if k.startswith("pooling_mode_") and v]
-            return active == ["pooling_mode_mean_tokens"]
-    return True
+            mode = config.get("pooling_mode")
+            if mode is None:
+                flags = [k for k, v in config.items() if k.startswith("pooling_mode_") and v]
+                names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+                names["pooling_mode_max_tokens"] = "max"
+                mode = names.get(flags[0], flags[0]) if len(flags) == 1 else None
+            return mode if isinstance(mode, str) else None
+    return "mean"
 
 
 def export_onnx(folder: Path, destination: Path) -> Path:
@@ -89,8 +99,11 @@ class OnnxEncoder:
         batch_size: int = 64,
         max_seq_length: int = 256,
         threads: int = 0,
+        pooling: str = "auto",
     ) -> None:
         self._name = model
+        self._pooling = pooling
+        self._mode = "mean"  # the pooling applied: the setting's, or the model's own for "auto"
         self.cache_dir = Path(cache_dir)
         self.batch_size = batch_size
         self._max_seq_length = max_seq_length
@@ -106,13 +119,21 @@ class OnnxEncoder:
     def model_name(self) -> str:
         return self._name
 
+    @property
+    def pooling(self) -> str:
+        return self._pooling
+
     def warm_up(self) -> None:
         """Export the model once if needed, then open the ONNX Runtime session."""
         if self._session is not None:
             return
         folder = model_folder(self._name)
-        if not uses_mean_pooling(folder):
-            raise UnsupportedForOnnx(f"'{self._name}' does not pool by mean")
+        own = own_pooling(folder)
+        # Pooling happens here, in numpy: a model whose vectors are pooled token vectors runs with any of
+        # the modes this encoder pools by; "auto" keeps the model's own.
+        if own is None or (self._pooling == "auto" and own not in POOLING_MODES):
+            raise UnsupportedForOnnx(f"'{self._name}' does more than pool its token vectors ({own})")
+        self._mode = own if self._pooling == "auto" else self._pooling
         if not (folder / "tokenizer.json").is_file():
             raise UnsupportedForOnnx(f"'{self._name}' has no tokenizer.json")
         from tokenizers import Tokenizer
@@ -180,8 +201,23 @@ class OnnxEncoder:
                 arrays["token_type_ids"][row, :n] = enc.type_ids
             feed = {name: arrays[name] for name in self._input_names}
             hidden = self._session.run(None, feed)[0]
-            mask = arrays["attention_mask"][..., None].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+            pooled = pool(hidden, arrays["attention_mask"], self._mode)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[batch] = pooled / np.clip(norms, 1e-12, None)
         return out
+
+
+def pool(hidden: np.ndarray, attention_mask: np.ndarray, mode: str) -> np.ndarray:
+    """Token vectors (batch, tokens, dim) to one vector per row, as sentence-transformers pools them.
+
+    Args:
+        hidden: the encoder's last hidden states.
+        attention_mask: 1 for real tokens, 0 for padding.
+        mode: "mean" (of the real tokens), "cls" (the first token) or "max" (per dimension, real tokens).
+    """
+    mask = attention_mask[..., None].astype(np.float32)
+    if mode == "cls":
+        return np.asarray(hidden[:, 0], dtype=np.float32)
+    if mode == "max":
+        return np.asarray(np.where(mask > 0, hidden, -1e9).max(axis=1), dtype=np.float32)
+    return np.asarray((hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None), dtype=np.float32)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Redis and PostgreSQL answer at $REDIS_URL and $DATABASE_URL (local defaults); start throwaway
-# ones when they don't. Needs root for apt-get; tests that need a service skip, saying why, if it is absent.
+# ones when they don't; install Debian's Chromium for the browser test. Needs root for apt-get; tests
+# that need a service skip, saying why, if it is absent.
 set -uo pipefail
 PY=${PY:-.venv/bin/python}
 
@@ -43,4 +44,12 @@ if ! postgres_up; then
   fi
 fi
 postgres_up && echo "services: postgres ok" || echo "services: postgres unavailable (integration tests that need it will skip)"
+
+# The browser test drives Debian's Chromium through its ChromeDriver (never a downloaded browser).
+if ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; }; then
+  echo "services: installing Debian's chromium and chromium-driver for the browser test"
+  apt_install chromium chromium-driver || true
+fi
+[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && echo "services: chromium ok" \
+  || echo "services: chromium unavailable (the browser test will skip)"
 exit 0

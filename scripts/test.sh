@@ -8,4 +8,6 @@ export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/15}
 export DATABASE_URL=${DATABASE_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 bash scripts/services.sh
 export HF_HUB_OFFLINE=1
+# Selenium never looks for a driver to download: the browser test names Debian's.
+export SE_OFFLINE=true
 exec .venv/bin/python -m pytest -q "$@"

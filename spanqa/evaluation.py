@@ -19,6 +19,7 @@ from reader.calibration import expected_calibration_error
 from reader.squad import SquadExample, evaluate_predictions, load_squad, normalize_answer, score_prediction
 from spanqa import pipeline
 from spanqa.errors import SpanqaError, first_line
+from spanqa.records import timings_ms
 from spanqa.runtime import Runtime
 
 RECALL_AT = (1, 5, 10, 20)
@@ -312,7 +313,7 @@ def evaluate_squad(
                 "reader_only_prediction": reader_only.get(ex.id),
                 "first_hit_rank": next((i + 1 for i, h in enumerate(hits) if h), None),
                 "answer_path": result.answers[0].path if result.answers else None,
-                "timings_ms": {k: round(v * 1000, 2) for k, v in result.timings.items()},
+                "timings_ms": timings_ms(result.timings),
             }
         )
         if on_progress:

@@ -17,7 +17,7 @@ from ingest.walk import matches
 from reader.answers import AnswerBuilder, read_passages
 from retriever.retriever import Retriever
 from spanqa.runtime import EmptyIndexError, Runtime
-from spanqa.types import Answer, DocumentStatus, Passage
+from spanqa.types import Answer, AnswerSource, DocumentStatus, Passage
 
 
 @dataclass
@@ -60,7 +60,7 @@ def retriever_for(runtime: Runtime) -> Retriever:
             f"nothing is indexed yet in {runtime.settings.data_dir}: run `spanqa ingest PATH` first"
         )
     settings = runtime.settings
-    check_model(active.model_name, settings.retriever_model)
+    check_model(active, settings.retriever_model, settings.pooling)
     return Retriever(
         encoder=runtime.encoder,
         index=runtime.index,
@@ -162,7 +162,16 @@ class AskResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AskResult:
         """The inverse of ``to_dict``."""
-        answers = [Answer(**{**a, "passage": passage_from_dict(a["passage"])}) for a in data["answers"]]
+        answers = [
+            Answer(
+                **{
+                    **a,
+                    "passage": passage_from_dict(a["passage"]),
+                    "also_in": tuple(AnswerSource(**s) for s in a.get("also_in", ())),
+                }
+            )
+            for a in data["answers"]
+        ]
         passages = [passage_from_dict(p) for p in data["passages"]]
         return cls(
             data["question"], answers, passages, dict(data.get("timings", {})), list(data.get("warnings", []))

@@ -22,7 +22,7 @@ DATA_DIR_NAME = ".spanqa"
 CATALOG_FILE_NAME = "catalog.sqlite3"
 DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_READER_MODEL = "spanqa-reader-minilm"
-SECRET_FIELDS = frozenset({"qdrant_api_key"})
+SECRET_FIELDS = frozenset({"qdrant_api_key", "api_key"})
 
 
 # Settings that take one of a few words; anything else is refused when the settings load.
@@ -32,6 +32,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "reader_precision": ("auto", "fp32", "int8"),
     "retrieval": ("dense", "lexical", "hybrid"),
     "fusion": ("rrf", "weighted"),
+    "pooling": ("auto", "mean", "cls", "max"),
 }
 
 
@@ -67,6 +68,7 @@ class Settings:
     ask_timeout_s: float = 120.0
 
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
+    pooling: str = "auto"
     encoder_backend: str = "auto"
     model_cache_dir: Path | None = None
     retriever_batch_size: int = 64
@@ -74,6 +76,7 @@ class Settings:
     chunk_tokens: int = 256
     chunk_overlap: int = 48
     max_file_mb: float = 20.0
+    follow_symlinks_out: bool = False
     retrieval: str = "hybrid"
     fusion: str = "weighted"
     lexical_weight: float = 1.0
@@ -95,6 +98,14 @@ class Settings:
     device: str = "cpu"
     torch_threads: int = 0
 
+    # spanqa serve
+    api_key: str | None = None
+    serve_roots: str = ""
+    serve_concurrency: int = 2
+    serve_queue: int = 32
+    serve_max_question_chars: int = 2000
+    serve_max_request_bytes: int = 65536
+
     @property
     def catalog_url(self) -> str:
         """The SQLAlchemy URL of the catalog: ``database_url`` or a SQLite file in the data directory."""
@@ -107,6 +118,12 @@ class Settings:
         """Where derived model files (ONNX exports, int8 copies) are kept: ``model_cache_dir``, else one
         per-user cache shared by every data directory (``$XDG_CACHE_HOME/spanqa``, ``~/.cache/spanqa``)."""
         return self.model_cache_dir or user_cache_dir()
+
+    @property
+    def serve_root_paths(self) -> tuple[Path, ...]:
+        """The folders ``POST /ingest`` may read, resolved (``serve_roots``: joined by ``os.pathsep``)."""
+        parts = [part for part in self.serve_roots.split(os.pathsep) if part.strip()]
+        return tuple(Path(os.path.expanduser(part)).resolve() for part in parts)
 
     @property
     def qdrant_path(self) -> Path:

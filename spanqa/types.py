@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import hashlib
 import uuid
 from dataclasses import dataclass, field
@@ -151,13 +152,24 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class AnswerSource:
+    """Another place that gives the same answer: ``document.text[char_start:char_end]`` there."""
+
+    path: str
+    document_id: str
+    char_start: int
+    char_end: int
+    page: int | None = None
+
+
+@dataclass(frozen=True)
 class Answer:
     """An exact span of a document; ``document.text[char_start:char_end] == text``.
 
     ``score`` is the calibrated probability that the answer is right (where the reader has a calibrator;
     else ``relative_score``); ``relative_score`` is how it compares with the other candidates and "no
     answer" (a softmax); ``reader_score`` is the span's start + end logits; ``features`` what the
-    calibrator read.
+    calibrator read; ``also_in`` the other places (in the passages read) that give the same answer.
     """
 
     text: str
@@ -174,6 +186,7 @@ class Answer:
     context_start: int = 0
     relative_score: float = 0.0
     features: dict[str, float] = field(default_factory=dict)
+    also_in: tuple[AnswerSource, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -188,6 +201,8 @@ class Answer:
             "reader_score": self.reader_score,
             "retriever_score": self.retriever_score,
             "context": self.context,
+            "context_start": self.context_start,
+            "also_in": [dataclasses.asdict(source) for source in self.also_in],
             "passage": {
                 "chunk_id": self.passage.chunk_id,
                 "char_start": self.passage.char_start,
@@ -208,6 +223,7 @@ class IndexVersion:
     collection: str
     status: IndexStatus
     created_at: datetime | None = None
+    pooling: str = "auto"
 
 
 @dataclass

@@ -146,3 +146,17 @@ def settings(tmp_path: Path, tiny_bert_dir: Path, tiny_qa_bert_dir: Path, model_
         chunk_tokens=48,
         chunk_overlap=12,
     )
+
+
+@pytest.fixture
+def spanqa_env(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """``settings`` as the SPANQA_* environment of a `spanqa` command (a CliRunner or a child process)."""
+    return {
+        "SPANQA_DATA_DIR": str(settings.data_dir),
+        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
+        "SPANQA_READER_MODEL": settings.reader_model,
+        "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
+        "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
+        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
+        "SPANQA_CONFIG": "",
+    }

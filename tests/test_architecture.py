@@ -33,7 +33,8 @@ ALLOWED = {
     "ingest": ("retriever",),
     "spanqa.core": ("ingest", "retriever", "reader"),  # pipeline, runtime, evaluation
     "workers": ("ingest", "retriever", "reader", "spanqa.core"),
-    "spanqa.cli": ("ingest", "retriever", "reader", "spanqa.core", "workers"),
+    "spanqa.server": ("ingest", "retriever", "reader", "spanqa.core", "workers"),
+    "spanqa.cli": ("ingest", "retriever", "reader", "spanqa.core", "workers", "spanqa.server"),
 }
 # Third-party frameworks that one room alone may import.
 FRAMEWORK_ROOMS = {"click": "spanqa.cli", "celery": "workers", "fastapi": "spanqa.server"}

@@ -61,10 +61,24 @@ def enqueue(settings: Settings, kind: str, task: str, arguments: dict[str, Any])
 
 
 def enqueue_ingest(
-    settings: Settings, paths: Sequence[str], *, prune: bool, include: Sequence[str], exclude: Sequence[str]
+    settings: Settings,
+    paths: Sequence[str],
+    *,
+    prune: bool,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    confine_to: Sequence[str] = (),
 ) -> Job:
-    """Enqueue the ingest of ``paths`` (absolute, existing) for the workers."""
-    arguments = {"paths": list(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}
+    """Enqueue the ingest of ``paths`` (absolute, existing) for the workers; symlinks may not lead out of
+    ``confine_to`` (resolved folders) where it is given."""
+    arguments: dict[str, Any] = {
+        "paths": list(paths),
+        "prune": prune,
+        "include": list(include),
+        "exclude": list(exclude),
+    }
+    if confine_to:
+        arguments["confine_to"] = list(confine_to)
     return enqueue(settings, "ingest", names.INGEST_PATH, arguments)
 
 

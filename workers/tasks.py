@@ -52,12 +52,16 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
         prune: bool = False,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
+        confine_to: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Find the files under ``paths`` and fan out one ``ingest_file`` task per file."""
+        """Find the files under ``paths`` and fan out one ``ingest_file`` task per file (``confine_to``:
+        folders that symlinks may not lead out of, as ``spanqa serve`` asks)."""
         runtime = state.runtime
         job = runtime.ingest_job()
         try:
-            found = job.discover(paths, include=include, exclude=exclude)
+            found = job.discover(
+                paths, include=include, exclude=exclude, confine_to=[Path(root) for root in confine_to]
+            )
         except PathNotFoundError as exc:
             runtime.catalog.update_job(job_id, state="failed", error=str(exc))
             return {"files": 0}

@@ -1,4 +1,5 @@
-"""What the CLI prints: the console, one progress-bar factory, JSON, and the JSON shape of each record."""
+"""What the CLI prints: the console, one progress-bar factory, JSON (records take their shape from
+``spanqa.records``, shared with the HTTP API)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
-
-    from spanqa.types import Document, Job, Passage
 
 
 # Wide enough that nothing is cut or wrapped when the output goes to a pipe or a file.
@@ -84,64 +83,3 @@ def shorten(text: str, limit: int) -> str:
 def where(path: str, page: int | None) -> str:
     """``path`` or ``path:page``."""
     return path + (f":{page}" if page is not None else "")
-
-
-#: How a probability of being right reads in words (the first whose floor it reaches).
-CONFIDENCE_WORDS = ((0.8, "likely"), (0.5, "probably"), (0.3, "unsure"), (0.0, "doubtful"))
-
-
-def confidence(score: float) -> str:
-    """A probability as a percentage with a word: ``87% likely``."""
-    word = next(word for floor, word in CONFIDENCE_WORDS if score >= floor)
-    return f"{score * 100:.0f}% {word}"
-
-
-def timings_ms(timings: dict[str, float]) -> dict[str, float]:
-    """Seconds to milliseconds, rounded for printing."""
-    return {k: round(v * 1000, 2) for k, v in timings.items()}
-
-
-def passage_dict(p: Passage) -> dict[str, Any]:
-    return {
-        "rank": p.rank,
-        "score": round(p.score, 6),
-        "path": p.path,
-        "page": p.page,
-        "char_start": p.char_start,
-        "char_end": p.char_end,
-        "document_id": p.document_id,
-        "chunk_id": p.chunk_id,
-        "heading": p.heading,
-        "text": p.text,
-    }
-
-
-def document_dict(d: Document) -> dict[str, Any]:
-    return {
-        "id": d.id,
-        "path": d.path,
-        "relative_path": d.relative_path,
-        "status": d.status.value,
-        "format": d.format,
-        "pages": d.page_count,
-        "chunks": d.num_chunks,
-        "size": d.size,
-        "sha256": d.sha256,
-        "error": d.error,
-        "updated_at": d.updated_at.isoformat() if d.updated_at else None,
-    }
-
-
-def job_dict(job: Job) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "kind": job.kind,
-        "state": job.state,
-        "total": job.total,
-        "done": job.done,
-        "failed": job.failed,
-        "error": job.error,
-        "arguments": job.arguments,
-        "created_at": job.created_at.isoformat() if job.created_at else None,
-        "updated_at": job.updated_at.isoformat() if job.updated_at else None,
-    }

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option, path_glob_option
-from spanqa.cli._output import confidence, console, passage_dict, print_json, shorten, timings_ms, where
+from spanqa.cli._output import console, print_json, shorten, where
+from spanqa.records import ask_record, confidence, search_record
 from spanqa.runtime import Runtime, require_data
 
 if TYPE_CHECKING:
+    from ingest.catalog import Catalog
     from spanqa.pipeline import AskResult
     from spanqa.types import Answer
 
@@ -57,13 +60,7 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     with Runtime(settings) as runtime:
         result = StoreGateway(runtime).search(query, top_k=top_k, path_glob=path_glob)
     if as_json:
-        print_json(
-            {
-                "query": query,
-                "passages": [passage_dict(p) for p in result.passages],
-                "timings_ms": timings_ms(result.timings),
-            }
-        )
+        print_json(search_record(query, result))
         return
     out = console()
     if not result.passages:
@@ -101,6 +98,11 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     show_default=True,
     help="Sentences shown on each side of the answer's sentence (a large number: the whole passage).",
 )
+@click.option(
+    "--vimgrep",
+    is_flag=True,
+    help="Print one PATH:LINE:COLUMN:ANSWER line per answer, for editors (vim's :cexpr, grep modes).",
+)
 @path_glob_option
 @json_option("results (one object per question)")
 @click.pass_context
@@ -112,26 +114,39 @@ def ask(
     passages: int | None,
     min_score: float | None,
     context: int,
+    vimgrep: bool,
     path_glob: str | None,
     as_json: bool,
 ) -> None:
     """Answer QUESTION with exact spans of your documents ('-' reads one question per line from stdin)."""
-    from workers.client import StoreGateway
-
+    if vimgrep and as_json:
+        raise UserError("--vimgrep and --json are two output formats: choose one")
+    if question != "-" and not question.strip():
+        raise UserError("the question is empty")
     settings = settings_from(ctx)
     require_data(settings)
     threshold = settings.min_score if min_score is None else min_score
     with Runtime(settings) as runtime:
+        runtime.preload_models()  # the models load while the catalog and pipeline are imported
+        from workers.client import StoreGateway
+
         gateway = StoreGateway(runtime)
+
+        def show(result: AskResult, *, compact_json: bool = False) -> None:
+            if vimgrep:
+                _print_vimgrep(runtime.catalog, result)
+            else:
+                _print_answers(
+                    result, as_json=as_json, min_score=threshold, context=context, compact_json=compact_json
+                )
+
         if question != "-":
-            if not question.strip():
-                raise UserError("the question is empty")
             result = gateway.ask(
                 question, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json, min_score=threshold, context=context)
+            show(result)
             return
-        interactive = sys.stdin.isatty() and not as_json
+        interactive = sys.stdin.isatty() and not as_json and not vimgrep
         gateway.warm_up_reader()
         while True:
             if interactive:
@@ -149,27 +164,34 @@ def ask(
                 continue
             if line.lower() in QUIT_WORDS:
                 return
-            if not interactive and not as_json:
+            if not interactive and not as_json and not vimgrep:
                 console().print(f"[bold]? {line}[/bold]", markup=True, highlight=False)
             result = gateway.ask(
                 line, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
             )
-            _print_answers(result, as_json=as_json, min_score=threshold, context=context, compact_json=True)
+            show(result, compact_json=True)
+
+
+def _print_vimgrep(catalog: Catalog, result: AskResult) -> None:
+    """PATH:LINE:COLUMN:ANSWER per answer, the position in the file on disk (see ingest/positions.py)."""
+    from ingest.positions import file_position
+
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    texts: dict[str, str] = {}
+    for a in result.answers:
+        if a.document_id not in texts:
+            document = catalog.get_document(a.document_id)
+            texts[a.document_id] = document.text if document is not None and document.text else ""
+        position = file_position(Path(a.path), texts[a.document_id], a.char_start, a.char_end)
+        click.echo(f"{a.path}:{position.line}:{position.column}:{' '.join(a.text.split())}")
 
 
 def _print_answers(
     result: AskResult, *, as_json: bool, min_score: float, context: int, compact_json: bool = False
 ) -> None:
     if as_json:
-        data = {
-            "question": result.question,
-            "abstained": result.abstained,
-            "answers": [a.to_dict() for a in result.answers],
-            "passages": [passage_dict(p) for p in result.passages],
-            "timings_ms": timings_ms(result.timings),
-            "warnings": result.warnings,
-        }
-        print_json(data, compact=compact_json)
+        print_json(ask_record(result), compact=compact_json)
         return
     from rich.text import Text
 
@@ -198,6 +220,9 @@ def _print_answers(
         header.append(f"   {confidence(a.score)}")
         out.print(header)
         out.print(f"   [cyan]{where(a.path, a.page)}[/cyan]  chars {a.char_start}-{a.char_end}")
+        for source in a.also_in:
+            place = f"{where(source.path, source.page)}  chars {source.char_start}-{source.char_end}"
+            out.print(f"   [dim]also in[/dim] [cyan]{place}[/cyan]")
         around, around_start = answer_surroundings(a, context)
         start = a.char_start - around_start
         end = start + len(a.text)

@@ -10,7 +10,8 @@ import click
 
 from spanqa.cli._errors import EXIT_FAILED_FILES, UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
-from spanqa.cli._output import console, document_dict, print_json, shorten
+from spanqa.cli._output import console, print_json, shorten
+from spanqa.records import document_detail, document_dict
 from spanqa.runtime import Runtime, require_data
 
 _ID_PREFIX = re.compile(r"^[0-9a-f-]+$")
@@ -75,20 +76,7 @@ def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool
     if full is None:  # removed between the two reads
         raise UserError(f"no document matches '{reference}' (see `spanqa docs list`)")
     if as_json:
-        data = document_dict(full)
-        data["chunks"] = [
-            {
-                "id": c.id,
-                "ordinal": c.ordinal,
-                "char_start": c.char_start,
-                "char_end": c.char_end,
-                "page": c.page,
-            }
-            for c in chunks
-        ]
-        if show_text:
-            data["text"] = full.text
-        print_json(data)
+        print_json(document_detail(full, chunks, with_text=show_text))
         return
     out = console()
     for key, value in document_dict(full).items():

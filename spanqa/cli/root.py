@@ -18,6 +18,8 @@ from spanqa.cli.docs import docs_group
 from spanqa.cli.eval import eval_group
 from spanqa.cli.ingest import ingest, reindex
 from spanqa.cli.reader import reader_group
+from spanqa.cli.retriever import retriever_group
+from spanqa.cli.serve import serve
 from spanqa.cli.workers import beat, jobs, watch, worker
 
 # Model libraries print load reports and progress bars that mean nothing to a user asking a question.
@@ -53,8 +55,10 @@ for _command in (
     reindex,
     search,
     ask,
+    serve,
     docs_group,
     reader_group,
+    retriever_group,
     eval_group,
     worker,
     beat,

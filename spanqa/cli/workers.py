@@ -10,7 +10,8 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
-from spanqa.cli._output import job_dict, print_json, progress_bar
+from spanqa.cli._output import print_json, progress_bar
+from spanqa.records import job_dict
 from spanqa.runtime import has_data
 from workers.names import DEFAULT_WORKER_QUEUES
 

@@ -446,7 +446,7 @@ def _is_alembic_version(diff: Any) -> bool:
 def test_upgrade_from_empty_gives_head(url: str, engine: Engine) -> None:
     assert current_revision(engine) is None
     upgrade(url)
-    assert current_revision(engine) == head_revision() == "0003"
+    assert current_revision(engine) == head_revision() == "0005"
     assert set(inspect(engine).get_table_names()) >= CATALOG_TABLES
     assert schema_diff(engine) == []
     upgrade(url)  # nothing to do
@@ -489,14 +489,35 @@ def test_upgrade_from_the_previous_revision(url: str, engine: Engine) -> None:
         catalog.close()
 
 
-def _insert_document(connection: Any, doc: Document) -> None:
+def test_upgrade_to_unwrapped_text_reads_text_and_pdf_again(url: str, engine: Engine) -> None:
+    upgrade(engine, "0003")
+    docs = {fmt: make_document(path=f"/docs/a.{fmt}") for fmt in ("txt", "pdf", "md")}
+    with engine.begin() as connection:
+        for fmt, doc in docs.items():
+            _insert_document(connection, doc, fmt=fmt)
+    catalog = Catalog(url)
+    try:
+        shas = {fmt: catalog.get_document(doc.id).sha256 for fmt, doc in docs.items()}  # type: ignore[union-attr]
+        assert shas == {"txt": "", "pdf": "", "md": docs["md"].sha256}  # hard-wrapped formats only
+    finally:
+        catalog.close()
+
+
+def _insert_document(connection: Any, doc: Document, *, fmt: str = "txt") -> None:
     connection.execute(
         text(
             "INSERT INTO documents (id, path, relative_path, sha256, size, mtime, format, status, text,"
-            " num_chunks, page_starts, created_at, updated_at) VALUES (:id, :path, :rel, :sha, 1, 0, 'txt',"
+            " num_chunks, page_starts, created_at, updated_at) VALUES (:id, :path, :rel, :sha, 1, 0, :fmt,"
             " 'indexed', :text, 2, '[]', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
         ),
-        {"id": doc.id, "path": doc.path, "rel": doc.relative_path, "sha": doc.sha256, "text": doc.text},
+        {
+            "id": doc.id,
+            "path": doc.path,
+            "rel": doc.relative_path,
+            "sha": doc.sha256,
+            "text": doc.text,
+            "fmt": fmt,
+        },
     )
 
 
@@ -520,7 +541,7 @@ def test_a_newer_schema_is_refused(url: str, engine: Engine) -> None:
     assert isinstance(caught.value, CatalogError)
     assert "\n" not in message
     assert (
-        "schema revision 0999_from_the_future, newer than this spanqa knows (0003): upgrade spanqa" in message
+        "schema revision 0999_from_the_future, newer than this spanqa knows (0005): upgrade spanqa" in message
     )
     assert display_url(url) in message
     with pytest.raises(SchemaTooNewError):

@@ -383,3 +383,28 @@ def test_a_fifo_in_the_folder_is_never_opened(env: Env) -> None:
     write_tree(env.docs, {"a.txt": TEXTS["broncos.txt"]})
     os.mkfifo(env.docs / "pipe")  # opening it for reading would block forever
     assert [Path(f.path).name for f in env.job.discover([env.docs])] == ["a.txt"]
+
+
+def test_symlinks_out_of_the_folder_are_not_followed_unless_allowed(env: Env, tmp_path: Path) -> None:
+    write_tree(env.docs, {"inside.txt": TEXTS["broncos.txt"]})
+    outside = tmp_path / "elsewhere"
+    write_tree(outside, {"secret.txt": "The secret code is 4242.", "more/notes.txt": "More private notes."})
+    os.symlink(outside, env.docs / "linked-folder")
+    os.symlink(outside / "secret.txt", env.docs / "linked-file.txt")
+    os.symlink(env.docs / "inside.txt", env.docs / "alias.txt")  # a link inside the folder is fine
+    report = env.job.run([env.docs])
+    assert {Path(o.path).name for o in report.outcomes} == {"inside.txt", "alias.txt"}
+    assert report.skipped["linked from outside"] == 2  # the folder (not walked) and the file
+    env.job.follow_symlinks_out = True
+    followed = env.job.run([env.docs])
+    assert {"secret.txt", "notes.txt", "linked-file.txt"} <= {Path(o.path).name for o in followed.outcomes}
+    env.assert_consistent()
+    # Confined again: what came in through the links is pruned, not left answering.
+    env.job.follow_symlinks_out = False
+    pruned = env.job.run([env.docs], prune=True)
+    assert {Path(o.path).name for o in pruned.outcomes if o.status == PRUNED} == {
+        "secret.txt",
+        "notes.txt",
+        "linked-file.txt",
+    }
+    env.assert_consistent()

@@ -495,3 +495,61 @@ def test_normalize_properties(text: str) -> None:
     assert normalized == normalized.strip()
     assert "".join(text.split()) == "".join(normalized.split())  # no non-whitespace char lost or added
     assert normalize_whitespace(normalized)[0] == normalized
+
+
+MAN_PAGE = """GREP(1)                          User Commands                         GREP(1)
+
+OPTIONS
+       -v, --invert-match
+              Invert the sense of matching, to select non-matching lines.
+
+       -c, --count
+              Suppress normal output; instead print a count of matching lines
+              for  each  input  file.   With the -v or --invert-match option
+              (see below), count non-matching lines.
+
+       Files are read in this order:
+       - the first file named on the command line, then the next ones
+       - standard input
+"""
+
+
+def test_hard_wrapped_text_is_unwrapped_with_offsets_kept(tmp_path: Path) -> None:
+    loaded = load_file(_write(tmp_path / "grep.1.txt", MAN_PAGE.encode()))
+    normalized, _ = normalize_whitespace(MAN_PAGE)
+    assert len(loaded.text) == len(normalized)  # one space for each joined break: offsets unchanged
+    assert [a for a, b in zip(loaded.text, normalized, strict=True) if a != b] == [" "] * 2
+    assert (
+        "matching lines for each input file. With the -v or --invert-match option (see below)" in loaded.text
+    )
+    # Short lines keep their breaks: a term and its description, a list and its items, a heading.
+    assert "-v, --invert-match\nInvert the sense" in loaded.text
+    assert "in this order:\n- the first file" in loaded.text and "ones\n- standard input" in loaded.text
+    assert "GREP(1)\n\nOPTIONS\n-v" in loaded.text
+
+
+def test_pdf_lines_are_unwrapped(tmp_path: Path) -> None:
+    lines = [
+        "The Denver Broncos defeated the Carolina Panthers in Super Bowl 50, which",
+        "was played on February 7, 2016, at Levi's Stadium in Santa Clara, California,",
+        "the home of the San Francisco 49ers.",
+        "Short line one",
+        "Short line two",
+    ]
+    loaded = load_file(_make_pdf(tmp_path / "wrapped.pdf", [lines]))
+    assert "Super Bowl 50, which was played on February 7, 2016, at Levi's Stadium" in loaded.text
+    assert "San Francisco 49ers.\nShort line one\nShort line two" in loaded.text
+
+
+def test_markdown_and_code_keep_their_lines(tmp_path: Path) -> None:
+    source = "Intro text that is long enough to look like a wrapped paragraph of prose\n\n"
+    source += "```\n" + "a line of code that is long enough to look like wrapped prose text\n" * 3 + "```\n"
+    loaded = load_file(_write(tmp_path / "code.md", source.encode()))
+    assert loaded.text.count("prose text\na line of code") == 2
+
+
+def test_one_very_long_line_loads(tmp_path: Path) -> None:
+    # Guards the unwrapping's paragraph scan: a pattern that must backtrack over a line takes hours here.
+    line = "The Denver Broncos defeated the Carolina Panthers at Levi's Stadium. " * 5000
+    loaded = load_file(_write(tmp_path / "one-line.txt", line.encode()))
+    assert loaded.text == line.strip()

@@ -3,6 +3,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from ingest.reindex import reindex
 from spanqa import pipeline
 from spanqa.runtime import Runtime
@@ -77,3 +79,24 @@ def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path
         runtime.settings = settings.replace(retrieval="lexical")  # the tiny random encoder ranks anything
         lexical = pipeline.search(runtime, "work_mem", top_k=1)
         assert lexical.passages[0].heading == "Memory > work_mem"
+
+
+def test_a_pooling_change_is_refused_until_reindexed(settings: Settings, tmp_path: Path) -> None:
+    from ingest.job import IngestError
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The Denver Broncos won Super Bowl 50 at Levi's Stadium.")
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+        assert runtime.catalog.active_index().pooling == "auto"  # type: ignore[union-attr]
+    cls = settings.replace(pooling="cls")
+    with Runtime(cls) as runtime:
+        with pytest.raises(IngestError, match="built with pooling 'auto' but SPANQA_POOLING is 'cls'"):
+            pipeline.search(runtime, "Who won?")
+        with pytest.raises(IngestError, match="spanqa reindex"):
+            runtime.ingest_job().run([docs])
+        report = reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+        assert report.previous is not None and report.current.pooling == "cls"
+        assert report.current.collection != report.previous.collection
+        assert pipeline.search(runtime, "Who won?").passages  # answered from the cls-pooled vectors

@@ -60,7 +60,7 @@ def test_answers_are_best_first_without_repeats_and_sum_below_one() -> None:
         spans=[
             span(0, four, four + len("four megabytes"), 8.0),
             span(0, four, four + len("four"), 7.0),  # overlaps the first: dropped
-            span(1, four, four + len("four megabytes"), 6.0),  # the same words in another document: dropped
+            span(1, four, four + len("four megabytes"), 6.0),  # the same words in another document: merged
             span(1, mb, mb + 3, 5.0),
             span(0, 0, 4, -1.0, null=0.0),  # does not beat "no answer": dropped
         ],
@@ -68,6 +68,11 @@ def test_answers_are_best_first_without_repeats_and_sum_below_one() -> None:
     )
     answers = AnswerBuilder(retriever_weight=0.5, no_answer_threshold=0.0, answers=5).run(result, [a, b])
     assert [x.text for x in answers] == ["four megabytes", "4MB"]
+    # The same words in the other document are one answer, with that place listed under it.
+    (other,) = answers[0].also_in
+    assert (other.document_id, other.path) == ("d2", "d2.html")
+    assert DOCUMENT[other.char_start : other.char_end] == "four megabytes"
+    assert answers[1].also_in == ()
     assert answers[0].score > answers[1].score and sum(x.score for x in answers) < 1.0
     for x in answers:
         assert DOCUMENT[x.char_start : x.char_end] == x.text

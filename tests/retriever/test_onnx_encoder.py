@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from retriever.encoder import SentenceEncoder
-from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, uses_mean_pooling
+from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, own_pooling
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 
@@ -60,8 +60,18 @@ def test_models_onnx_cannot_serve_are_refused(tmp_path: Path, tiny_bert_dir: Pat
         )
     )
     (model / "1_Pooling").mkdir()
-    (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True}))
-    assert not uses_mean_pooling(model)
+    dim = json.loads((model / "config.json").read_text())["hidden_size"]
+    (model / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": dim, "pooling_mode_cls_token": True})
+    )
+    assert own_pooling(model) == "cls"
+    # A CLS-pooled model runs on ONNX Runtime too, pooled as sentence-transformers pools it.
+    onnx, torch_encoder = OnnxEncoder(model=str(model), cache_dir=tmp_path), SentenceEncoder(model=str(model))
+    assert np.abs(onnx.encode(TEXTS[:2]) - torch_encoder.encode(TEXTS[:2])).max() < 1e-4
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "mean"}))  # v6's way
+    assert own_pooling(model) == "mean"
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": ["mean", "max"]}))
+    assert own_pooling(model) is None  # two modes side by side: twice the dimension, left to torch
     with pytest.raises(UnsupportedForOnnx):
         OnnxEncoder(model=str(model), cache_dir=tmp_path).warm_up()
 
@@ -78,3 +88,28 @@ def test_runtime_picks_onnx_and_falls_back_to_torch(settings: Settings, tmp_path
     )
     with Runtime(settings.replace(retriever_model=str(model))) as runtime:
         assert isinstance(runtime.encoder, SentenceEncoder)
+
+
+@pytest.mark.parametrize("mode", ["mean", "cls", "max"])
+def test_pooling_modes_agree_between_backends(tiny_bert_dir: Path, tmp_path: Path, mode: str) -> None:
+    onnx = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, max_seq_length=64, pooling=mode)
+    torch_encoder = SentenceEncoder(model=str(tiny_bert_dir), max_seq_length=64, pooling=mode)
+    a, b = onnx.encode(TEXTS[:3]), torch_encoder.encode(TEXTS[:3])
+    assert a.shape == b.shape == (3, torch_encoder.dimension) and np.abs(a - b).max() < 1e-4
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    assert onnx.pooling == torch_encoder.pooling == mode
+    own = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, max_seq_length=64).encode(TEXTS[:3])
+    if mode == "mean":  # the tiny model's own pooling: "auto" gives the same vectors
+        assert np.abs(a - own).max() < 1e-5
+    else:  # another pooling gives other vectors
+        assert np.abs(a - own).max() > 1e-3
+
+
+def test_pool_by_hand() -> None:
+    from retriever.onnx_encoder import pool
+
+    hidden = np.array([[[1.0, 5.0], [3.0, -1.0], [100.0, 100.0]]], dtype=np.float32)
+    mask = np.array([[1, 1, 0]])  # the third token is padding: never pooled
+    assert pool(hidden, mask, "mean").tolist() == [[2.0, 2.0]]
+    assert pool(hidden, mask, "cls").tolist() == [[1.0, 5.0]]
+    assert pool(hidden, mask, "max").tolist() == [[3.0, 5.0]]

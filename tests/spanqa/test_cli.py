@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanqa.cli import main
-from spanqa.settings import Settings, setting_names
+from spanqa.settings import setting_names
 
 DOCS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. "
@@ -18,16 +18,8 @@ DOCS = {
 
 
 @pytest.fixture
-def cli(settings: Settings, tmp_path: Path) -> tuple[CliRunner, dict[str, str], Path]:
-    env = {
-        "SPANQA_DATA_DIR": str(settings.data_dir),
-        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
-        "SPANQA_READER_MODEL": settings.reader_model,
-        "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
-        "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
-        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
-        "SPANQA_CONFIG": "",
-    }
+def cli(spanqa_env: dict[str, str], tmp_path: Path) -> tuple[CliRunner, dict[str, str], Path]:
+    env = spanqa_env
     docs = tmp_path / "docs"
     docs.mkdir()
     for name, text in DOCS.items():
@@ -279,3 +271,25 @@ def test_answer_surroundings_by_hand() -> None:
     around, offset = answer_surroundings(answer, 1)
     assert around == "First one. The Broncos won. Last one." and offset == 100
     assert answer_surroundings(answer, 99) == (text, 100)
+
+
+def test_ask_vimgrep_points_into_the_file(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    docs = cli[2]
+    invoke(cli, "ingest", str(docs))
+    result = invoke(cli, "ask", "Who won the game?", "--vimgrep", "--min-score", "0", "-k", "3")
+    assert result.exit_code == 0, result.output
+    answers = json.loads(
+        invoke(cli, "ask", "Who won the game?", "--json", "--min-score", "0", "-k", "3").output
+    )
+    lines = result.output.splitlines()
+    assert len(lines) == len(answers["answers"]) > 0
+    for line, answer in zip(lines, answers["answers"], strict=True):
+        path, row, column, text = line.split(":", 3)
+        assert path == answer["path"] and text == " ".join(answer["text"].split())
+        # The line and (byte) column of the file itself: the answer starts there. A random model's
+        # span may end mid-word, so the file's text from that point must start with the answer.
+        lines_from_row = "".join(Path(path).read_text().splitlines(keepends=True)[int(row) - 1 :])
+        rest = lines_from_row.encode()[int(column) - 1 :].decode()
+        assert " ".join(rest.split()).startswith(text)
+    refused = invoke(cli, "ask", "Who won?", "--vimgrep", "--json")
+    assert refused.exit_code == 2 and "choose one" in refused.output

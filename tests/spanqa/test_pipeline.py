@@ -70,10 +70,24 @@ def test_ask_result_survives_a_json_round_trip() -> None:
     import json
 
     from spanqa.pipeline import AskResult
-    from spanqa.types import Answer, Passage
+    from spanqa.types import Answer, AnswerSource, Passage
 
     passage = Passage("c1", "d1", "/docs/a.pdf", "Broncos won.", 10, 22, 0.61, page=2, ordinal=3, rank=1)
-    answer = Answer("Broncos", 0.9, "/docs/a.pdf", "d1", 10, 17, 2, passage, 14.5, 0.61, "Broncos won.", 10)
+    answer = Answer(
+        "Broncos",
+        0.9,
+        "/docs/a.pdf",
+        "d1",
+        10,
+        17,
+        2,
+        passage,
+        14.5,
+        0.61,
+        "Broncos won.",
+        10,
+        also_in=(AnswerSource("/docs/b.txt", "d2", 40, 47),),
+    )
     result = AskResult("Who won?", [answer], [passage], {"encode": 0.01, "read": 0.2})
     assert AskResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     empty = AskResult("Nothing?", [], [], {})

@@ -40,19 +40,13 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def worker_env(settings: Settings, redis_url: str) -> dict[str, str]:
+def worker_env(spanqa_env: dict[str, str], redis_url: str) -> dict[str, str]:
     return {
         **os.environ,
+        **spanqa_env,
         "SPANQA_BROKER_URL": redis_url,
-        "SPANQA_DATA_DIR": str(settings.data_dir),
-        "SPANQA_RETRIEVER_MODEL": settings.retriever_model,
-        "SPANQA_READER_MODEL": settings.reader_model,
-        "SPANQA_CHUNK_TOKENS": str(settings.chunk_tokens),
-        "SPANQA_CHUNK_OVERLAP": str(settings.chunk_overlap),
-        "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
         "SPANQA_BROKER_VISIBILITY_TIMEOUT_S": "4",
         "SPANQA_DOCUMENT_LOCK_TIMEOUT_S": "3",
-        "SPANQA_CONFIG": "",
     }
 
 

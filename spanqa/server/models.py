@@ -1,0 +1,157 @@
+"""Request and response models of the HTTP API: the shapes of the CLI's ``--json`` (``spanqa.records``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class AskRequest(BaseModel):
+    """``POST /ask``: a question and the options of ``spanqa ask``."""
+
+    question: str = Field(min_length=1, description="at most serve_max_question_chars characters")
+    answers: int | None = Field(default=None, ge=1, le=50, description="answers to return")
+    passages: int | None = Field(default=None, ge=1, le=200, description="passages to read")
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="hide less likely answers")
+    path: str | None = Field(default=None, max_length=1000, description="only documents matching this glob")
+
+
+class PassageOut(BaseModel):
+    rank: int
+    score: float
+    path: str
+    page: int | None
+    char_start: int
+    char_end: int
+    document_id: str
+    chunk_id: str
+    heading: str
+    text: str
+
+
+class AnswerPassage(BaseModel):
+    chunk_id: str
+    char_start: int
+    char_end: int
+    score: float
+    rank: int
+
+
+class SourceOut(BaseModel):
+    """Another place that gives the same answer."""
+
+    path: str
+    document_id: str
+    char_start: int
+    char_end: int
+    page: int | None
+
+
+class AnswerOut(BaseModel):
+    """An exact span: ``text`` is the document's text at ``[char_start, char_end)``; ``score`` the probability
+    that it is right."""
+
+    text: str
+    score: float
+    relative_score: float
+    path: str
+    document_id: str
+    char_start: int
+    char_end: int
+    page: int | None
+    reader_score: float
+    retriever_score: float
+    context: str
+    context_start: int
+    also_in: list[SourceOut]
+    passage: AnswerPassage
+
+
+class AskResponse(BaseModel):
+    question: str
+    abstained: bool
+    answers: list[AnswerOut]
+    passages: list[PassageOut]
+    timings_ms: dict[str, float]
+    warnings: list[str]
+
+
+class SearchResponse(BaseModel):
+    query: str
+    passages: list[PassageOut]
+    timings_ms: dict[str, float]
+
+
+class _DocumentFields(BaseModel):
+    id: str
+    path: str
+    relative_path: str
+    status: str
+    format: str
+    pages: int | None
+    size: int
+    sha256: str
+    error: str | None
+    updated_at: str | None
+
+
+class DocumentOut(_DocumentFields):
+    """One document as ``spanqa docs list --json`` shows it (``chunks``: how many)."""
+
+    chunks: int
+
+
+class ChunkOut(BaseModel):
+    id: str
+    ordinal: int
+    char_start: int
+    char_end: int
+    page: int | None
+
+
+class Highlight(BaseModel):
+    char_start: int
+    char_end: int
+
+
+class DocumentDetail(_DocumentFields):
+    """A document with its chunks, its indexed text and the span asked to be highlighted."""
+
+    chunks: list[ChunkOut]
+    text: str | None = None
+    highlight: Highlight | None = None
+
+
+class IngestRequest(BaseModel):
+    """``POST /ingest``: a file or folder under one of the ``serve_roots``."""
+
+    path: str = Field(min_length=1, max_length=4096)
+    prune: bool = True
+
+
+class JobOut(BaseModel):
+    id: str
+    kind: str
+    state: str
+    total: int
+    done: int
+    failed: int
+    error: str | None
+    arguments: dict[str, Any]
+    created_at: str | None
+    updated_at: str | None
+
+
+class Health(BaseModel):
+    status: str
+    documents: int
+    chunks: int
+    models_loaded: bool
+    version: str
+
+
+class ErrorOut(BaseModel):
+    """Every error: one line, never a traceback."""
+
+    error: str
