@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from ingest.db import CatalogError, display_url, lock_key, make_engine
+from ingest.db import CatalogError, display_url, lock_key, make_engine, report_unavailable
 from ingest.migrations import upgrade
 from spanqa.errors import first_line
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
@@ -91,6 +91,8 @@ class ChunkRow(Base):
     segments: Mapped[list[list[int]] | None] = mapped_column(JSON, nullable=True)
     title: Mapped[str] = mapped_column(Text, default="", server_default="")
     title_start: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The near-duplicate group it was folded into at ingest (revision 0006); NULL: its own.
+    fold: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
 ONE_ACTIVE = "status = 'active'"
@@ -175,6 +177,7 @@ def _to_chunk(row: ChunkRow) -> Chunk:
         segments=tuple((int(a), int(b)) for a, b in row.segments or ()),
         title=row.title or "",
         title_start=row.title_start,
+        fold=row.fold,
     )
 
 
@@ -215,6 +218,8 @@ class Catalog:
         except BaseException:
             self.engine.dispose()
             raise
+        # Opened: from now on a failing database is a one-line error that a worker retries.
+        report_unavailable(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -396,6 +401,7 @@ class Catalog:
                     segments=[[a, b] for a, b in c.segments] or None,
                     title=c.title,
                     title_start=c.title_start,
+                    fold=c.fold,
                 )
                 for c in chunks
             )

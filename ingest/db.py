@@ -12,12 +12,31 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import OperationalError
 
-from spanqa.errors import SpanqaError, redact_url
+from spanqa.errors import SpanqaError, first_line, redact_url
 
 
 class CatalogError(SpanqaError):
     """The catalog database cannot be opened or used."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog database failed under a running command (gone away, disk full, locked too long): worth
+    retrying once it is back; what was committed before stands."""
+
+
+def report_unavailable(engine: Engine) -> None:
+    """Make a database failure of ``engine`` (SQLAlchemy's OperationalError: a lost connection, a full disk)
+    raise a one-line :class:`CatalogUnavailableError` that names the catalog, its password masked."""
+
+    def translate(context: Any) -> None:
+        exc = context.sqlalchemy_exception
+        if isinstance(exc, OperationalError):
+            where = display_url(engine.url)
+            raise CatalogUnavailableError(f"the catalog at {where} failed: {first_line(exc, 240)}") from exc
+
+    event.listen(engine, "handle_error", translate)
 
 
 def make_engine(url: str) -> Engine:

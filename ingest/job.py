@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -11,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import chunk_blocks
@@ -114,6 +117,8 @@ class IngestJob:
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
         follow_symlinks_out: follow symlinks that lead out of the folder being ingested (off: they are
             skipped and counted, so a link cannot pull in files from elsewhere).
+        fold_similarity: a chunk whose cosine to a chunk indexed before it (or earlier in the same batch) is
+            at least this joins that chunk's near-duplicate group (``Chunk.fold``); above 1: never.
     """
 
     def __init__(
@@ -127,6 +132,7 @@ class IngestJob:
         max_file_bytes: int | None = None,
         encode_group: int = 256,
         follow_symlinks_out: bool = Settings.follow_symlinks_out,
+        fold_similarity: float = Settings.fold_similarity,
     ) -> None:
         self.catalog = catalog
         self.encoder = encoder
@@ -136,6 +142,7 @@ class IngestJob:
         self.max_file_bytes = max_file_bytes
         self.encode_group = encode_group
         self.follow_symlinks_out = follow_symlinks_out
+        self.fold_similarity = fold_similarity
         self._collection: str | None = None
         #: Files the last discovery left out, by reason (hidden, not text, excluded).
         self.skipped: Counter[str] = Counter()
@@ -345,11 +352,13 @@ class IngestJob:
             return []
         collection = self.active_collection()
         texts = [c.search_text for p in batch for c in p.chunks]
-        vectors = self.encoder.encode(texts)
+        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
+        folds = iter(self._fold_labels(collection, [c for p in batch for c in p.chunks], vectors))
         outcomes: list[FileOutcome] = []
         row = 0
         for prepared in batch:
             doc = prepared.document
+            prepared.chunks = [dataclasses.replace(chunk, fold=next(folds)) for chunk in prepared.chunks]
             points = [
                 make_point(chunk, doc.path, vectors[row + i]) for i, chunk in enumerate(prepared.chunks)
             ]
@@ -364,6 +373,28 @@ class IngestJob:
             report.chunks_embedded += len(prepared.chunks)
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
+
+    def _fold_labels(self, collection: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[str | None]:
+        """Each chunk's near-duplicate group: that of its nearest chunk, indexed or earlier in ``chunks``,
+        when their cosine reaches ``fold_similarity``; else None (its own)."""
+        labels: list[str | None] = []
+        if self.fold_similarity > 1:
+            return [None] * len(chunks)
+        nearest_indexed = self.index.search_many(collection, list(vectors), limit=1)
+        for i, chunk in enumerate(chunks):
+            best, label = -1.0, None
+            hits = nearest_indexed[i]
+            if hits:
+                best, label = hits[0].score, str(hits[0].payload.get("fold") or hits[0].id)
+            if i:
+                # Vectors are normalized: a dot product is the cosine.
+                cosines = vectors[:i] @ vectors[i]
+                nearest = int(np.argmax(cosines))
+                if cosines[nearest] > best:
+                    best, label = float(cosines[nearest]), labels[nearest] or chunks[nearest].id
+            # Its own earlier version (an unchanged chunk of a changed file) gives back its own group.
+            labels.append(label if best >= self.fold_similarity and label != chunk.id else None)
+        return labels
 
     def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:
         """Record a file that cannot be loaded; a version indexed before stops answering (points dropped)."""
@@ -492,6 +523,7 @@ def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:
             "char_start": chunk.char_start,
             "char_end": chunk.char_end,
             "page": chunk.page,
+            "fold": chunk.fold_label,
         },
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -208,6 +209,13 @@ class AnswerBuilder:
                     known = pages.get(passage.document_id)
                     page = page_at(known, doc_start) if known is not None else None
                     places.append(AnswerSource(passage.path, passage.document_id, doc_start, doc_end, page))
+                    seen.add((passage.document_id, doc_start))
+                if span.char_start >= 0:
+                    places.extend(
+                        source
+                        for source in copy_sources(passage, span.char_start, span.char_end, pages)
+                        if (source.document_id, source.char_start) not in seen
+                    )
                 continue
             if span.char_start >= 0:
                 context, context_start = answer_context(passage.text, span.char_start, span.char_end)
@@ -234,6 +242,8 @@ class AnswerBuilder:
             )
             values = features(question_words, candidate)
             score = self.calibrator.probability(values) if self.calibrator is not None else relative
+            if span.char_start >= 0 and passage.copies:
+                sources[len(picked)] = copy_sources(passage, span.char_start, span.char_end, pages)
             picked_words[words] = len(picked)
             picked.append(
                 Answer(
@@ -259,3 +269,21 @@ class AnswerBuilder:
         kept = [a for a in picked if a.score >= self.min_score]
         kept.sort(key=lambda a: a.score, reverse=True)
         return kept[: self.answers]
+
+
+def copy_sources(
+    passage: Passage, start: int, end: int, page_starts: dict[str, list[tuple[int, int]]]
+) -> list[AnswerSource]:
+    """Where the answer at [start, end) of ``passage``'s text stands in each near-duplicate folded into it:
+    the occurrence of the same text nearest the same place (none in a copy that lacks it)."""
+    text = passage.text[start:end]
+    sources = []
+    for copy in passage.copies:
+        found = [m.start() for m in re.finditer(re.escape(text), copy.text)]
+        if not found:
+            continue
+        at = copy.char_start + min(found, key=lambda i: abs(i - start))
+        known = page_starts.get(copy.document_id)
+        page = page_at(known, at) if known is not None else None
+        sources.append(AnswerSource(copy.path, copy.document_id, at, at + len(text), page))
+    return sources

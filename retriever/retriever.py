@@ -15,6 +15,8 @@ RETRIEVAL_MODES = CHOICES["retrieval"]
 FUSION_METHODS = CHOICES["fusion"]
 #: Hits taken from each of the dense and lexical lists before they are fused.
 FUSION_CANDIDATES = 50
+#: Hits searched per hit returned, so that folding near-duplicates still leaves ``top_k``.
+FOLD_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class RetrievalResult:
     """Hits, best first; in hybrid mode ``score`` is the fused score.
 
     ``dense`` and ``lexical`` give, by hit id, where each hit stood in the cosine and BM25 lists (empty for
-    a list that was not searched).
+    a list that was not searched). ``copies`` gives, by hit id, the lower hits of its near-duplicate group
+    (the ``fold`` in their payloads), folded into it.
     """
 
     hits: list[SearchHit]
@@ -38,6 +41,7 @@ class RetrievalResult:
     search_seconds: float
     dense: dict[str, ListPosition] = field(default_factory=dict)
     lexical: dict[str, ListPosition] = field(default_factory=dict)
+    copies: dict[str, list[SearchHit]] = field(default_factory=dict)
 
 
 class Retriever:
@@ -103,7 +107,7 @@ class Retriever:
         vector = self.encoder.encode([query])[0] if mode != "lexical" else None
         encoded = time.perf_counter()
         search_filter = SearchFilter(document_ids=list(document_ids)) if document_ids is not None else None
-        depth = top_k if mode != "hybrid" else max(top_k, self.candidates)
+        depth = top_k * FOLD_DEPTH if mode != "hybrid" else max(top_k * FOLD_DEPTH, self.candidates)
         dense: list[SearchHit] = []
         lexical: list[SearchHit] = []
         if vector is not None:
@@ -111,12 +115,14 @@ class Retriever:
         if mode != "dense" and terms is not None:
             lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
         hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
+        kept, copies = fold(hits, top_k)
         return RetrievalResult(
-            hits=hits[:top_k],
+            hits=kept,
             encode_seconds=encoded - started,
             search_seconds=time.perf_counter() - encoded,
             dense=_positions(dense),
             lexical=_positions(lexical),
+            copies=copies,
         )
 
     def _fuse(self, dense: list[SearchHit], lexical: list[SearchHit]) -> list[SearchHit]:
@@ -137,6 +143,24 @@ class Retriever:
             order.setdefault(item, rank)
         ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))
         return [SearchHit(item, scores[item], payloads[item]) for item in ranked]
+
+
+def fold(hits: Sequence[SearchHit], top_k: int) -> tuple[list[SearchHit], dict[str, list[SearchHit]]]:
+    """The best ``top_k`` hits of distinct near-duplicate groups, and by kept hit id its group's lower hits.
+
+    A hit's group is its payload's ``fold`` (set at ingest), else its own id.
+    """
+    kept: list[SearchHit] = []
+    copies: dict[str, list[SearchHit]] = {}
+    first: dict[str, str] = {}  # group -> the id of its best hit
+    for hit in hits:
+        group = str(hit.payload.get("fold") or hit.id)
+        if group in first:
+            copies.setdefault(first[group], []).append(hit)
+        elif len(kept) < top_k:
+            first[group] = hit.id
+            kept.append(hit)
+    return kept, copies
 
 
 def _positions(hits: list[SearchHit]) -> dict[str, ListPosition]:

@@ -17,7 +17,7 @@ from ingest.walk import matches
 from reader.answers import AnswerBuilder, read_passages
 from retriever.retriever import Retriever
 from spanqa.runtime import EmptyIndexError, Runtime
-from spanqa.types import Answer, AnswerSource, DocumentStatus, Passage
+from spanqa.types import Answer, AnswerSource, DocumentStatus, Passage, PassageCopy
 
 
 @dataclass
@@ -40,7 +40,8 @@ class SearchResult:
 def passage_from_dict(data: dict[str, Any]) -> Passage:
     """A Passage from ``dataclasses.asdict`` output sent through JSON (lists back to tuples)."""
     segments = tuple((int(a), int(b)) for a, b in data.get("segments") or ())
-    return Passage(**{**data, "segments": segments})
+    copies = tuple(PassageCopy(**c) for c in data.get("copies") or ())
+    return Passage(**{**data, "segments": segments, "copies": copies})
 
 
 def documents_matching(catalog: Catalog, path_glob: str) -> list[str]:
@@ -100,7 +101,8 @@ def search(
         return SearchResult([], {"encode": 0.0, "search": 0.0, "hydrate": 0.0})
     result = retriever.run(query, top_k=top_k, document_ids=ids)
     started = time.perf_counter()
-    chunks = runtime.catalog.get_chunks(hit.id for hit in result.hits)
+    folded = [copy for hit in result.hits for copy in result.copies.get(hit.id, ())]
+    chunks = runtime.catalog.get_chunks(hit.id for hit in [*result.hits, *folded])
     passages: list[Passage] = []
     for hit in result.hits:
         chunk = chunks.get(hit.id)
@@ -108,6 +110,19 @@ def search(
             # A point without its catalog row: left by a crash, removed by the next ingest.
             continue
         dense, lexical = result.dense.get(hit.id), result.lexical.get(hit.id)
+        copies = tuple(
+            PassageCopy(
+                chunk_id=c.id,
+                document_id=c.document_id,
+                path=str(copy.payload.get("path", "")),
+                char_start=c.char_start,
+                char_end=c.char_end,
+                text=c.text,
+                page=c.page,
+            )
+            for copy in result.copies.get(hit.id, ())
+            if (c := chunks.get(copy.id)) is not None
+        )
         passages.append(
             Passage(
                 chunk_id=chunk.id,
@@ -128,6 +143,7 @@ def search(
                 dense_rank=dense.rank if dense else None,
                 lexical_score=lexical.score if lexical else None,
                 lexical_rank=lexical.rank if lexical else None,
+                copies=copies,
             )
         )
     timings = {
@@ -224,7 +240,10 @@ def ask(
     read_started = time.perf_counter()
     result = read_passages(runtime.reader, question, found.passages)
     timings["read"] = time.perf_counter() - read_started
-    pages = runtime.catalog.page_starts(p.document_id for p in found.passages if p.page is not None)
+    # The pages of the documents with pages, the copies' too (an answer may be listed in one of them).
+    paged = [p.document_id for p in found.passages if p.page is not None]
+    paged += [c.document_id for p in found.passages for c in p.copies if c.page is not None]
+    pages = runtime.catalog.page_starts(paged)
     builder = AnswerBuilder.from_settings(
         settings, answers=answers, min_score=min_score, calibrator=runtime.calibrator
     )

@@ -38,6 +38,18 @@ def passage_dict(p: Passage) -> dict[str, Any]:
         "chunk_id": p.chunk_id,
         "heading": p.heading,
         "text": p.text,
+        # Near-duplicates folded into it (not read again): where they are.
+        "copies": [
+            {
+                "path": c.path,
+                "page": c.page,
+                "char_start": c.char_start,
+                "char_end": c.char_end,
+                "document_id": c.document_id,
+                "chunk_id": c.chunk_id,
+            }
+            for c in p.copies
+        ],
     }
 
 

@@ -192,6 +192,7 @@ class Runtime:
             chunk_overlap=s.chunk_overlap,
             max_file_bytes=int(s.max_file_mb * 1_000_000) if s.max_file_mb > 0 else None,
             follow_symlinks_out=s.follow_symlinks_out,
+            fold_similarity=s.fold_similarity,
         )
 
     def _configure_torch(self) -> None:

@@ -77,6 +77,7 @@ class Settings:
     chunk_overlap: int = 48
     max_file_mb: float = 20.0
     follow_symlinks_out: bool = False
+    fold_similarity: float = 0.98
     retrieval: str = "hybrid"
     fusion: str = "weighted"
     lexical_weight: float = 1.0

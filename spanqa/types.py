@@ -67,6 +67,8 @@ class Chunk:
     [start, end) offsets relative to ``char_start`` (empty: the whole chunk is one block). An answer lies
     inside one segment: it never crosses a block boundary. ``title`` is, for a later piece of a definition
     cut in several, its entry's term as it stands in the document at ``title_start`` (before the chunk).
+    ``fold`` names the group of near-duplicate chunks it belongs to when it nearly repeats a chunk indexed
+    before it (cosine at or above the ``fold_similarity`` setting); None: it starts its own (its id).
     """
 
     id: str
@@ -80,6 +82,12 @@ class Chunk:
     segments: tuple[tuple[int, int], ...] = ()
     title: str = ""
     title_start: int | None = None
+    fold: str | None = None
+
+    @property
+    def fold_label(self) -> str:
+        """The near-duplicate group it belongs to: its ``fold``, else its own id."""
+        return self.fold or self.id
 
     @property
     def search_text(self) -> str:
@@ -112,6 +120,19 @@ def prefixed(heading: str, title: str, body: str) -> Prefixed:
 
 
 @dataclass(frozen=True)
+class PassageCopy:
+    """A near-duplicate of a passage, folded into it so one text is not read twice: where it lives."""
+
+    chunk_id: str
+    document_id: str
+    path: str
+    char_start: int
+    char_end: int
+    text: str
+    page: int | None = None
+
+
+@dataclass(frozen=True)
 class Passage:
     """A chunk found by the retriever, with its score and where it lives.
 
@@ -119,6 +140,7 @@ class Passage:
     ``heading``, ``segments``, ``title`` and ``title_start`` are the chunk's (see ``Chunk``). The
     ``dense_*`` and ``lexical_*`` fields are its cosine and BM25 score and 1-based rank in each list before
     fusion (None where that list was not searched or did not hold it): evidence for the answer's score.
+    ``copies`` are the near-duplicates retrieved with it and folded into it (not read again).
     """
 
     chunk_id: str
@@ -139,6 +161,7 @@ class Passage:
     dense_rank: int | None = None
     lexical_score: float | None = None
     lexical_rank: int | None = None
+    copies: tuple[PassageCopy, ...] = ()
 
     def text_at(self, start: int, end: int) -> str:
         """The document's text at [start, end) when it lies in this passage or its title."""

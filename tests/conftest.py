@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -160,3 +166,48 @@ def spanqa_env(settings) -> dict[str, str]:  # type: ignore[no-untyped-def]
         "SPANQA_MODEL_CACHE_DIR": str(settings.model_cache),
         "SPANQA_CONFIG": "",
     }
+
+
+# PostgreSQL ------------------------------------------------------------------------------------------------
+
+
+def _postgres_url() -> str:
+    url = os.environ.get("DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    for bare in ("postgresql://", "postgres://"):
+        if url.startswith(bare):
+            url = "postgresql+psycopg://" + url[len(bare) :]
+    return url
+
+
+#: The PostgreSQL server of the integration tests: ``DATABASE_URL``, else the one scripts/test.sh starts.
+POSTGRES_URL = _postgres_url()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Engine]:
+    """An engine on the PostgreSQL server, or a skip when none answers."""
+    engine = create_engine(POSTGRES_URL, poolclass=NullPool, connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        pytest.skip(
+            f"no PostgreSQL at {make_url(POSTGRES_URL).render_as_string(hide_password=True)} ({reason}); "
+            "set DATABASE_URL to run the PostgreSQL tests"
+        )
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def postgres_schema_url(postgres: Engine) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL schema (``search_path`` in the URL), dropped afterwards."""
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with postgres.begin() as connection:
+        connection.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+    query = {"options": f"-csearch_path={schema}", "connect_timeout": "3"}
+    yield make_url(POSTGRES_URL).update_query_dict(query).render_as_string(hide_password=False)
+    with postgres.begin() as connection:
+        connection.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')

@@ -21,9 +21,11 @@ def transient_errors() -> tuple[type[BaseException], ...]:
     import redis.exceptions
     from sqlalchemy.exc import DBAPIError, OperationalError
 
+    from ingest.db import CatalogUnavailableError
     from retriever.index import VectorIndexUnavailableError
 
     return (
+        CatalogUnavailableError,
         OperationalError,
         DBAPIError,
         redis.exceptions.ConnectionError,

@@ -30,6 +30,8 @@ INDEXED_PAYLOAD_FIELDS: tuple[str, ...] = ("document_id", "path")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 #: And under this many points.
 MAX_BATCH_POINTS = 1024
+#: Queries sent to a server in one batched search request (each carries a whole vector).
+MAX_BATCH_QUERIES = 256
 #: Page size for scrolling through point ids.
 SCROLL_PAGE = 1024
 #: Points at the collection questions are answered from (the catalog's active index version).
@@ -142,6 +144,13 @@ class VectorIndex(Protocol):
         self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
         """The ``limit`` points nearest to ``vector`` by cosine similarity, best first, within ``filter``."""
+        ...
+
+    def search_many(
+        self, name: str, vectors: Sequence[Sequence[float]], *, limit: int = 1
+    ) -> list[list[SearchHit]]:
+        """For each vector, the ``limit`` points nearest to it, best first: one request (what folding
+        near-duplicates at ingest asks for every chunk)."""
         ...
 
     def search_lexical(

@@ -352,6 +352,27 @@ class EdgeVectorIndex(ClosingIndex):
             return []
         return ranked_hits(self._query(shard, name, self._q.Query.Nearest(query), filter, limit))
 
+    def search_many(
+        self, name: str, vectors: Sequence[Sequence[float]], *, limit: int = 1
+    ) -> list[list[SearchHit]]:
+        """For each vector, the ``limit`` points nearest to it (cosine), best first, in one planned batch."""
+        shard = self._shard(name)
+        queries = [to_floats(vector) for vector in vectors]
+        for query in queries:
+            check_dimension(name, query, self._dimensions.get(name), "query vector")
+        if limit <= 0 or not queries:
+            return [[] for _ in queries]
+        q = self._q
+        requests = [
+            q.QueryRequest(limit=limit, query=q.Query.Nearest(query), with_payload=True, with_vector=False)
+            for query in queries
+        ]
+        try:
+            results = shard.query_batch(q.QueryBatchRequest(requests))
+        except Exception as exc:
+            raise self._edge_error(exc, name, "search") from None
+        return [ranked_hits(points) for points in results]
+
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:

@@ -17,6 +17,7 @@ from retriever.index.base import (
     INDEXED_PAYLOAD_FIELDS,
     LEXICAL_VECTOR,
     MAX_BATCH_POINTS,
+    MAX_BATCH_QUERIES,
     SCROLL_PAGE,
     ClosingIndex,
     IndexPoint,
@@ -327,6 +328,24 @@ class ServerVectorIndex(ClosingIndex):
         if limit <= 0 or (filter is not None and filter.matches_nothing()):
             return []
         return ranked_hits(self._query(name, filter, query=query, limit=limit))
+
+    def search_many(
+        self, name: str, vectors: Sequence[Sequence[float]], *, limit: int = 1
+    ) -> list[list[SearchHit]]:
+        """For each vector, the ``limit`` points nearest to it (cosine), best first, in batched requests."""
+        queries = [to_floats(vector) for vector in vectors]
+        dimension = self._dimension(name)
+        for query in queries:
+            check_dimension(name, query, dimension, "query vector")
+        if limit <= 0 or not queries:
+            return [[] for _ in queries]
+        m = self._models
+        out: list[list[SearchHit]] = []
+        for batch in slices(queries, MAX_BATCH_QUERIES):
+            requests = [m.QueryRequest(query=query, limit=limit, with_payload=True) for query in batch]
+            search = partial(self._client.query_batch_points, name, requests=requests)
+            out.extend(ranked_hits(response.points) for response in self._call("search", name, search))
+        return out
 
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None

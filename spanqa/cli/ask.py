@@ -74,6 +74,9 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
         if p.heading:
             out.print("   " + shorten(p.heading, 200), style="dim", markup=False)
         out.print("   " + shorten(p.text, 300), markup=False)
+        for c in p.copies:
+            place = f"{where(c.path, c.page)}  chars {c.char_start}-{c.char_end}"
+            out.print(f"   [dim]near-duplicate in[/dim] [cyan]{place}[/cyan]")
 
 
 @click.command()

@@ -17,6 +17,17 @@ class AskRequest(BaseModel):
     path: str | None = Field(default=None, max_length=1000, description="only documents matching this glob")
 
 
+class CopyOut(BaseModel):
+    """A near-duplicate folded into a passage (not read again)."""
+
+    path: str
+    page: int | None
+    char_start: int
+    char_end: int
+    document_id: str
+    chunk_id: str
+
+
 class PassageOut(BaseModel):
     rank: int
     score: float
@@ -28,6 +39,7 @@ class PassageOut(BaseModel):
     chunk_id: str
     heading: str
     text: str
+    copies: list[CopyOut]
 
 
 class AnswerPassage(BaseModel):

@@ -7,9 +7,7 @@ tests are skipped.
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +15,8 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, inspect, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.pool import NullPool
+from sqlalchemy import Engine, inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from ingest.catalog import Base, Catalog, CatalogError, document_id_for, make_engine
 from ingest.db import display_url
@@ -34,53 +30,15 @@ from ingest.migrations import (
 )
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus
 
-
-def _postgres_url() -> str:
-    url = os.environ.get("DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    for bare in ("postgresql://", "postgres://"):
-        if url.startswith(bare):
-            url = "postgresql+psycopg://" + url[len(bare) :]
-    return url
-
-
-POSTGRES_URL = _postgres_url()
-
-
 # Fixtures -------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Engine]:
-    """An engine on the PostgreSQL server, or a skip when none answers."""
-    engine = create_engine(POSTGRES_URL, poolclass=NullPool, connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect():
-            pass
-    except SQLAlchemyError as exc:
-        engine.dispose()
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        pytest.skip(
-            f"no PostgreSQL at {make_url(POSTGRES_URL).render_as_string(hide_password=True)} ({reason}); "
-            "set DATABASE_URL to run the PostgreSQL catalog tests"
-        )
-    yield engine
-    engine.dispose()
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The URL of an empty database: a SQLite file, or a fresh PostgreSQL schema."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'data' / 'catalog.sqlite3'}"
-        return
-    admin: Engine = request.getfixturevalue("postgres")
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with admin.begin() as connection:
-        connection.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-    query = {"options": f"-csearch_path={schema}", "connect_timeout": "3"}
-    yield make_url(POSTGRES_URL).update_query_dict(query).render_as_string(hide_password=False)
-    with admin.begin() as connection:
-        connection.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+        return f"sqlite:///{tmp_path / 'data' / 'catalog.sqlite3'}"
+    return str(request.getfixturevalue("postgres_schema_url"))
 
 
 @pytest.fixture
@@ -446,7 +404,7 @@ def _is_alembic_version(diff: Any) -> bool:
 def test_upgrade_from_empty_gives_head(url: str, engine: Engine) -> None:
     assert current_revision(engine) is None
     upgrade(url)
-    assert current_revision(engine) == head_revision() == "0005"
+    assert current_revision(engine) == head_revision() == "0006"
     assert set(inspect(engine).get_table_names()) >= CATALOG_TABLES
     assert schema_diff(engine) == []
     upgrade(url)  # nothing to do
@@ -541,7 +499,7 @@ def test_a_newer_schema_is_refused(url: str, engine: Engine) -> None:
     assert isinstance(caught.value, CatalogError)
     assert "\n" not in message
     assert (
-        "schema revision 0999_from_the_future, newer than this spanqa knows (0005): upgrade spanqa" in message
+        "schema revision 0999_from_the_future, newer than this spanqa knows (0006): upgrade spanqa" in message
     )
     assert display_url(url) in message
     with pytest.raises(SchemaTooNewError):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from ingest.catalog import Catalog
 from ingest.job import FAILED, NEW, PRUNED, UNCHANGED, IngestError, IngestJob, PathNotFoundError
 from retriever.encoder import SentenceEncoder
 from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
+from retriever.retriever import fold
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
 
@@ -408,3 +410,72 @@ def test_symlinks_out_of_the_folder_are_not_followed_unless_allowed(env: Env, tm
         "linked-file.txt",
     }
     env.assert_consistent()
+
+
+class WordsEncoder(CountingEncoder):
+    """Bag-of-words vectors: texts that share all but one of sixty words have a cosine of 59/60 (0.983)."""
+
+    DIMENSION = 1024
+
+    @property
+    def dimension(self) -> int:
+        return self.DIMENSION
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, zlib.crc32(word.encode()) % self.DIMENSION] += 1
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_near_duplicate_chunks_are_folded_into_one_group(env: Env) -> None:
+    words = [f"w{i}" for i in range(60)]
+    paragraph = " ".join(words) + "\n"
+    write_tree(
+        env.docs,
+        {
+            "a.txt": paragraph,
+            "b.txt": paragraph.replace("w30", "changed"),  # one word of sixty: cosine 0.983
+            "c.txt": paragraph.replace("w30 w31 w32", "x y z"),  # three: 0.95, below the 0.98 default
+            "sub/copy.txt": paragraph,
+        },
+    )
+
+    def job(fold_similarity: float = Settings.fold_similarity) -> IngestJob:
+        encoder = WordsEncoder(env.encoder.inner)
+        return IngestJob(
+            catalog=env.catalog, encoder=encoder, index=env.index, fold_similarity=fold_similarity
+        )
+
+    def folds() -> dict[str, str | None]:
+        out = {}
+        for doc in env.catalog.list_documents(status=DocumentStatus.INDEXED):
+            (chunk,) = env.catalog.chunks_of(doc.id)
+            out[doc.relative_path] = chunk.fold or chunk.id
+        return out
+
+    job().run([env.docs])
+    group = folds()
+    first = group["a.txt"]
+    assert group == {"a.txt": first, "b.txt": first, "c.txt": group["c.txt"], "sub/copy.txt": first}
+    assert group["c.txt"] != first
+    env.assert_consistent()
+    # The group is in each point's payload, where the retriever folds it.
+    vector = WordsEncoder(env.encoder.inner).encode([paragraph])[0]
+    hits = env.index.search(env.collection, vector, limit=4)
+    assert sorted(str(h.payload["fold"]) for h in hits) == sorted(group.values())
+    kept, copies = fold(hits, top_k=4)
+    assert len(kept) == 2 and len(copies[kept[0].id]) == 2
+
+    # A later run folds a new copy into the indexed group; a changed file leaves it.
+    write_tree(env.docs, {"later.txt": paragraph, "b.txt": "Something else entirely.\n"})
+    job().run([env.docs])
+    group = folds()
+    assert group["later.txt"] == first and group["b.txt"] not in {first, group["c.txt"]}
+    env.assert_consistent()
+
+    # Above 1, nothing folds.
+    write_tree(env.docs, {"later.txt": paragraph + "\n"})
+    job(fold_similarity=1.01).run([env.docs])
+    assert folds()["later.txt"] not in {first, group["c.txt"]}

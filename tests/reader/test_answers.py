@@ -13,7 +13,7 @@ from reader.answers import (
 )
 from reader.decoding import SpanCandidate
 from reader.reader import ReaderResult
-from spanqa.types import Passage
+from spanqa.types import Passage, PassageCopy
 
 DOCUMENT = "work_mem (integer)\nSets the base maximum amount of memory. The default is four megabytes (4MB)."
 
@@ -81,6 +81,27 @@ def test_answers_are_best_first_without_repeats_and_sum_below_one() -> None:
         len(AnswerBuilder(retriever_weight=0.5, no_answer_threshold=0.0, answers=1).run(result, [a, b])) == 1
     )
     assert AnswerBuilder(retriever_weight=0.5, no_answer_threshold=100.0, answers=5).run(result, [a, b]) == []
+
+
+def test_an_answer_lists_the_places_of_the_near_duplicates_folded_into_its_passage() -> None:
+    body_start = DOCUMENT.index("Sets")
+    body = DOCUMENT[body_start:]
+    # The same paragraph in another manual, one word changed and shifted by a heading; and one that has
+    # lost the answer's words: it is not listed.
+    other = "Defaults\nSets the base maximum amount of memory. The default is four megabytes (4MB)."
+    copies = (
+        PassageCopy("k2", "d2", "d2.html", 100, 100 + len(other), other, page=3),
+        PassageCopy("k3", "d3", "d3.html", 0, 40, "Sets the base maximum amount of memory."),
+    )
+    p = passage(body, body_start, copies=copies)
+    four = body.index("four megabytes")
+    result = ReaderResult(spans=[span(0, four, four + len("four megabytes"), 8.0)], null_score=0.0)
+    (answer,) = AnswerBuilder(retriever_weight=0.5, no_answer_threshold=0.0, answers=3).run(
+        result, [p], {"d2": [(1, 0), (3, 90)]}
+    )
+    (source,) = answer.also_in
+    assert (source.document_id, source.path, source.page) == ("d2", "d2.html", 3)
+    assert other[source.char_start - 100 : source.char_end - 100] == "four megabytes"
 
 
 def test_an_answer_from_the_entry_title_points_before_the_passage() -> None:

@@ -173,6 +173,22 @@ def test_search_orders_by_cosine_similarity(index: VectorIndex, coll: str, rng: 
     assert index.search(coll, query, limit=0) == []
 
 
+def test_search_many_answers_each_vector_as_search_does(
+    index: VectorIndex, coll: str, rng: np.random.Generator
+) -> None:
+    index.ensure_collection(coll, DIM)
+    vectors = unit_vectors(rng, 30)
+    index.upsert(coll, make_points(rng, "doc-a", "/docs/a.txt", 30, vectors=vectors))
+    queries = unit_vectors(rng, 7)
+    batched = index.search_many(coll, queries.tolist(), limit=3)
+    assert len(batched) == 7
+    for query, hits in zip(queries, batched, strict=True):
+        single = index.search(coll, query.tolist(), limit=3)
+        assert [hit.id for hit in hits] == [hit.id for hit in single]
+        assert [hit.score for hit in hits] == pytest.approx([hit.score for hit in single], abs=1e-5)
+    assert index.search_many(coll, [], limit=3) == []
+
+
 def test_search_exact_match_scores_one(index: VectorIndex, coll: str, rng: np.random.Generator) -> None:
     index.ensure_collection(coll, DIM)
     points = make_points(rng, "doc-a", "/docs/a.txt", 10)

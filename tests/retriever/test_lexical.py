@@ -1,4 +1,4 @@
-"""BM25 terms, the tokenizer for technical text, and the fusion of ranked lists."""
+"""BM25 terms, the tokenizer for technical text, fusing ranked lists and folding near-duplicates."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from retriever.index import SearchHit
 from retriever.lexical import (
     Bm25Encoder,
     reciprocal_rank_fusion,
@@ -13,6 +14,7 @@ from retriever.lexical import (
     tokenize,
     weighted_score_fusion,
 )
+from retriever.retriever import fold
 from spanqa.scoring import min_max
 
 
@@ -75,3 +77,17 @@ def test_weighted_score_fusion_scales_each_list() -> None:
     assert min_max({"x": 2.0, "y": 2.0}) == {"x": 1.0, "y": 1.0}
     assert min_max({}) == {}
     assert all(0.0 <= v <= 1.0 and math.isfinite(v) for v in min_max({"p": -3.0, "q": 7.0}).values())
+
+
+def test_near_duplicates_fold_into_the_best_hit_of_their_group() -> None:
+    def hit(point: str, group: str | None = None) -> SearchHit:
+        return SearchHit(point, 1.0, {"fold": group} if group else {})
+
+    # a and c are one group (c was folded into a at ingest), b and d another; e has no group (an older index).
+    hits = [hit("a", "a"), hit("b", "g"), hit("c", "a"), hit("d", "g"), hit("e"), hit("f", "f")]
+    kept, copies = fold(hits, top_k=3)
+    assert [h.id for h in kept] == ["a", "b", "e"]
+    assert {k: [h.id for h in v] for k, v in copies.items()} == {"a": ["c"], "b": ["d"]}
+    # Groups past top_k are dropped whole; nothing folds without groups.
+    kept, copies = fold([hit("x"), hit("y"), hit("z")], top_k=2)
+    assert [h.id for h in kept] == ["x", "y"] and copies == {}

@@ -12,11 +12,19 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from ingest.catalog import Catalog
+from ingest.db import CatalogUnavailableError
+from ingest.job import IngestJob
+from retriever.encoder import SentenceEncoder
+from retriever.index import ServerVectorIndex, VectorIndexUnavailableError
 from retriever.index.edge import EdgeVectorIndex
+from spanqa import pipeline
+from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
 
@@ -103,3 +111,152 @@ def test_an_unreachable_database_is_a_one_line_error_with_the_password_masked(tm
         message = result.output.strip()
         assert message.startswith("error: cannot open the catalog") and "\n" not in message
         assert "hunter2" not in result.output and "app:***@" in message
+
+
+# Faults injected into one process: the catalog's disk filling up, the catalog's database going away, the
+# vector store going away, each in the middle of a folder. Each run stops with a one-line error; what was
+# committed before stands; the repair (doctor's) and the next run bring catalog and store back in step.
+
+
+def _folders(tmp_path: Path) -> tuple[Path, Path]:
+    before, docs = tmp_path / "before", tmp_path / "docs"
+    before.mkdir()
+    docs.mkdir()
+    (before / "kept.txt").write_text("Warsaw is the capital of Poland. It lies on the Vistula river.")
+    for i in range(12):
+        (docs / f"part{i:02d}.txt").write_text(f"Part {i}. " + SENTENCE * 30)
+    return before, docs
+
+
+def _job(runtime: Runtime) -> IngestJob:
+    job = runtime.ingest_job()
+    job.encode_group = 1  # one file per batch: the fault strikes between files, as in a large folder
+    return job
+
+
+def _repaired_and_finished(settings: Settings, docs: Path, *, expect_orphans: bool) -> None:
+    """The doctor's repair, then the next run: catalog and store agree and the old document answers."""
+    with Runtime(settings) as runtime:
+        job = runtime.ingest_job()
+        removed = job.remove_orphans()
+        assert job.restore_missing() == 0
+        assert (removed > 0) == expect_orphans  # the points written before the failed commit
+        found = pipeline.search(runtime, "capital of Poland", top_k=3)
+        assert any(Path(p.path).name == "kept.txt" for p in found.passages)
+        report = job.run([docs])
+        assert report.exit_code == 0 and report.summary()["failed"] == 0
+        assert report.summary()["new"] + report.summary()["unchanged"] == 12
+        assert runtime.index.point_ids(job.active_collection()) == runtime.catalog.chunk_ids()
+    _consistent_catalog(settings)
+
+
+def _consistent_catalog(settings: Settings) -> None:
+    with Catalog(settings.catalog_url) as catalog:
+        for document in catalog.list_documents(status=DocumentStatus.INDEXED):
+            full = catalog.get_document(document.id)
+            assert full is not None
+            chunks = catalog.chunks_of(document.id)
+            assert len(chunks) == full.num_chunks > 0  # never half indexed
+            assert all(full.text[c.char_start : c.char_end] == c.text for c in chunks)
+
+
+def test_a_full_disk_mid_ingest_is_a_one_line_error_and_loses_nothing(
+    settings: Settings, tmp_path: Path
+) -> None:
+    before, docs = _folders(tmp_path)
+    with Runtime(settings) as runtime:
+        assert _job(runtime).run([before]).exit_code == 0
+        engine = runtime.catalog.engine
+        with engine.connect() as connection:
+            pages = connection.exec_driver_sql("PRAGMA page_count").scalar_one()
+
+        # SQLite's page limit fails a write as a full disk does ("database or disk is full").
+        @event.listens_for(engine, "connect")
+        def small_disk(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.execute(f"PRAGMA max_page_count = {pages + 12}")
+
+        engine.dispose()  # the connections open from now on have the limit
+        with pytest.raises(CatalogUnavailableError) as failed:
+            _job(runtime).run([docs])
+        message = str(failed.value)
+        assert message.startswith("the catalog at sqlite:///") and "database or disk is full" in message
+        assert "\n" not in message
+        indexed = runtime.catalog.counts()[DocumentStatus.INDEXED.value]
+        assert 1 < indexed < 13  # stopped mid-folder, after the files it could commit
+    _consistent_catalog(settings)
+    _repaired_and_finished(settings, docs, expect_orphans=True)  # the disk has room again
+
+
+@pytest.mark.integration
+def test_the_database_going_away_mid_ingest_is_a_one_line_error_and_loses_nothing(
+    settings: Settings, tmp_path: Path, postgres_schema_url: str
+) -> None:
+    settings = settings.replace(database_url=postgres_schema_url)
+    before, docs = _folders(tmp_path)
+    with Runtime(settings) as runtime:
+        assert _job(runtime).run([before]).exit_code == 0
+        engine = runtime.catalog.engine
+        saved: list[int] = []
+
+        # The server ends the session in the middle of a file's transaction (as a restart does).
+        @event.listens_for(engine, "before_cursor_execute")
+        def server_restart(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if statement.startswith("INSERT INTO chunks"):
+                saved.append(1)
+                if len(saved) == 5:  # a few files into the folder
+                    cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+        with pytest.raises(CatalogUnavailableError) as failed:
+            _job(runtime).run([docs])
+        message = str(failed.value)
+        assert message.startswith("the catalog at postgresql+psycopg://") and "\n" not in message
+        event.remove(engine, "before_cursor_execute", server_restart)
+        indexed = runtime.catalog.counts()[DocumentStatus.INDEXED.value]
+        assert 1 < indexed < 13  # stopped mid-folder, after the files it could commit
+    _repaired_and_finished(settings, docs, expect_orphans=True)
+
+
+def test_the_vector_store_going_away_mid_ingest_is_a_one_line_error_and_loses_nothing(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retriever.index import server as server_module
+
+    monkeypatch.setattr(server_module, "RETRY_BASE_DELAY_S", 0.0)
+    before, docs = _folders(tmp_path)
+    # Server mode, on qdrant-client's local mode (the same client calls as a Qdrant server).
+    index = ServerVectorIndex(":memory:")
+    with Catalog(settings.catalog_url) as catalog:
+
+        def job() -> IngestJob:
+            made = IngestJob(
+                catalog=catalog, encoder=SentenceEncoder(model=settings.retriever_model), index=index
+            )
+            made.encode_group = 1
+            return made
+
+        assert job().run([before]).exit_code == 0
+        upsert = index._client.upsert
+        calls: list[int] = []
+
+        def unreachable(*args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            if len(calls) > 3:  # three files in, the server stops answering
+                raise ConnectionRefusedError(111, "Connection refused")
+            return upsert(*args, **kwargs)
+
+        monkeypatch.setattr(index._client, "upsert", unreachable)
+        with pytest.raises(VectorIndexUnavailableError) as failed:
+            job().run([docs])
+        assert str(failed.value).startswith("cannot reach the Qdrant server") and "\n" not in str(
+            failed.value
+        )
+        indexed = catalog.counts()[DocumentStatus.INDEXED.value]
+        assert 1 < indexed < 13  # stopped mid-folder, after the files it could write
+        monkeypatch.setattr(index._client, "upsert", upsert)  # back
+        again = job()
+        assert again.remove_orphans() == 0 and again.restore_missing() == 0  # nothing was half written
+        hits = again.run([docs])
+        assert hits.summary()["new"] + hits.summary()["unchanged"] == 12 and hits.exit_code == 0
+        assert index.point_ids(again.active_collection()) == catalog.chunk_ids()
+    index.close()
+    _consistent_catalog(settings)

@@ -70,9 +70,12 @@ def test_ask_result_survives_a_json_round_trip() -> None:
     import json
 
     from spanqa.pipeline import AskResult
-    from spanqa.types import Answer, AnswerSource, Passage
+    from spanqa.types import Answer, AnswerSource, Passage, PassageCopy
 
-    passage = Passage("c1", "d1", "/docs/a.pdf", "Broncos won.", 10, 22, 0.61, page=2, ordinal=3, rank=1)
+    copy = PassageCopy("c9", "d2", "/docs/b.txt", 40, 52, "Broncos won.")
+    passage = Passage(
+        "c1", "d1", "/docs/a.pdf", "Broncos won.", 10, 22, 0.61, page=2, ordinal=3, rank=1, copies=(copy,)
+    )
     answer = Answer(
         "Broncos",
         0.9,

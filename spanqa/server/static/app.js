@@ -94,7 +94,10 @@ function showAnswers(result) {
   passages.replaceChildren(...result.passages.map((p) => el("li", {},
     el("div", { class: "where" }, `${p.score.toFixed(3)} · ${where(p.path, p.page)} · chars ${p.char_start}-${p.char_end}`),
     p.heading ? el("div", { class: "heading" }, p.heading) : "",
-    el("div", { class: "passage" }, p.text))));
+    el("div", { class: "passage" }, p.text),
+    ...p.copies.map((copy) => el("div", { class: "where also" }, "near-duplicate in ",
+      el("a", { href: documentLink(copy) }, where(copy.path, copy.page)),
+      ` chars ${copy.char_start}-${copy.char_end}`)))));
   $("#passages-box").hidden = result.passages.length === 0;
 }
 
