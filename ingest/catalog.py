@@ -70,6 +70,7 @@ class DocumentRow(Base):
     page_starts: Mapped[list[list[int]]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    chunking: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ChunkRow(Base):
@@ -161,6 +162,7 @@ def _to_document(row: DocumentRow, *, with_text: bool = True) -> Document:
         page_starts=[(int(p[0]), int(p[1])) for p in row.page_starts or []],
         created_at=row.created_at,
         updated_at=row.updated_at,
+        chunking=row.chunking,
     )
 
 
@@ -386,6 +388,7 @@ class Catalog:
             row.text = document.text
             row.num_chunks = len(chunks)
             row.page_starts = [[number, start] for number, start in document.page_starts]
+            row.chunking = document.chunking
             row.updated_at = now
             s.execute(delete(ChunkRow).where(ChunkRow.document_id == document.id))
             s.add_all(

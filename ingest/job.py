@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ingest.catalog import Catalog, document_id_for
-from ingest.chunker import chunk_blocks
+from ingest.chunker import chunk_blocks, chunking_signature
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file, looks_like_text
 from ingest.walk import FoundFile, inside, walk
 from retriever.encoder import TextEncoder
@@ -291,7 +291,16 @@ class IngestJob:
             return self._fail(item, _os_reason(exc), size=stat.st_size, mtime=stat.st_mtime)
         existing = self.catalog.get_document_by_path(path)
         was_indexed = existing is not None and existing.status == DocumentStatus.INDEXED
-        if existing is not None and was_indexed and existing.sha256 == digest and existing.error is None:
+        chunking = chunking_signature(self.chunk_tokens, self.chunk_overlap)
+        # A document indexed before spanqa recorded how it was cut (None) counts as cut the way it is now.
+        same_cut = existing is not None and existing.chunking in (None, chunking)
+        if (
+            existing is not None
+            and was_indexed
+            and existing.sha256 == digest
+            and existing.error is None
+            and same_cut
+        ):
             return FileOutcome(path, UNCHANGED, existing.num_chunks)
         try:
             loaded = load_file(item.path, max_bytes=self.max_file_bytes)
@@ -342,6 +351,7 @@ class IngestJob:
             text=loaded.text,
             num_chunks=len(chunks),
             page_starts=page_starts,
+            chunking=chunking,
         )
         old_ids = {c.id for c in self.catalog.chunks_of(document_id)} if existing is not None else set()
         return _Prepared(item, document, chunks, CHANGED if was_indexed else NEW, old_ids)

@@ -663,6 +663,10 @@ def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
         # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
         # name one entry.
         run = len(walk.blocks) - 1
+        if run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3] == heading:
+            # A second line of the same <dt> ("-a<br>--data-only", as PostgreSQL's manual writes them) opened
+            # under the first line as its term: it is the same entry's name, not a term within that entry.
+            heading = heading[:-1]
         while run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3][:-1] == heading:
             run -= 1
         if run < len(walk.blocks) - 1:

@@ -45,6 +45,8 @@ class Document:
     page_starts: list[tuple[int, int]] = field(default_factory=list)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    chunking: str | None = None
+    """How its chunks were cut (the chunker's version and sizes); None: before spanqa recorded it."""
 
     def page_at(self, offset: int) -> int | None:
         """The page number holding ``text[offset]`` (None for formats without pages)."""

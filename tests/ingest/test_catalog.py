@@ -404,7 +404,7 @@ def _is_alembic_version(diff: Any) -> bool:
 def test_upgrade_from_empty_gives_head(url: str, engine: Engine) -> None:
     assert current_revision(engine) is None
     upgrade(url)
-    assert current_revision(engine) == head_revision() == "0006"
+    assert current_revision(engine) == head_revision() == "0007"
     assert set(inspect(engine).get_table_names()) >= CATALOG_TABLES
     assert schema_diff(engine) == []
     upgrade(url)  # nothing to do
@@ -457,6 +457,20 @@ def test_upgrade_to_unwrapped_text_reads_text_and_pdf_again(url: str, engine: En
     try:
         shas = {fmt: catalog.get_document(doc.id).sha256 for fmt, doc in docs.items()}  # type: ignore[union-attr]
         assert shas == {"txt": "", "pdf": "", "md": docs["md"].sha256}  # hard-wrapped formats only
+    finally:
+        catalog.close()
+
+
+def test_upgrade_to_one_entry_per_term_cuts_html_again(url: str, engine: Engine) -> None:
+    upgrade(engine, "0006")
+    docs = {fmt: make_document(path=f"/docs/a.{fmt}") for fmt in ("html", "md", "txt")}
+    with engine.begin() as connection:
+        for fmt, doc in docs.items():
+            _insert_document(connection, doc, fmt=fmt)
+    catalog = Catalog(url)
+    try:
+        shas = {fmt: catalog.get_document(doc.id).sha256 for fmt, doc in docs.items()}  # type: ignore[union-attr]
+        assert shas == {"html": "", "md": docs["md"].sha256, "txt": docs["txt"].sha256}
     finally:
         catalog.close()
 

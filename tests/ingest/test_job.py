@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ingest.catalog import Catalog
-from ingest.job import FAILED, NEW, PRUNED, UNCHANGED, IngestError, IngestJob, PathNotFoundError
+from ingest.job import CHANGED, FAILED, NEW, PRUNED, UNCHANGED, IngestError, IngestJob, PathNotFoundError
 from retriever.encoder import SentenceEncoder
 from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
 from retriever.retriever import fold
@@ -479,3 +479,51 @@ def test_near_duplicate_chunks_are_folded_into_one_group(env: Env) -> None:
     write_tree(env.docs, {"later.txt": paragraph + "\n"})
     job(fold_similarity=1.01).run([env.docs])
     assert folds()["later.txt"] not in {first, group["c.txt"]}
+
+
+def test_a_large_folder_is_streamed_not_held(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The texts of a folder are held a batch at a time, never all at once (peak memory of a big ingest)."""
+    import gc
+    import weakref
+
+    import ingest.job as job_module
+    from spanqa.types import Document
+
+    made: list[weakref.ref[Document]] = []
+    held: list[int] = []
+
+    class TrackedDocument(Document):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(weakref.ref(self))
+
+    class Watching(CountingEncoder):
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
+            gc.collect()
+            held.append(sum(ref() is not None for ref in made))
+            return super().encode(texts)
+
+    monkeypatch.setattr(job_module, "Document", TrackedDocument)
+    write_tree(env.docs, {f"f{i:03d}.txt": f"File {i} says the answer is {i * 7}." for i in range(40)})
+    job = IngestJob(catalog=env.catalog, encoder=Watching(env.encoder.inner), index=env.index, encode_group=4)
+    assert job.run([env.docs]).count(NEW) == 40
+    assert len(made) == 40 and len(held) >= 10
+    assert max(held) <= 4  # one encoder batch of one-chunk files; holding the folder would be 40
+    env.assert_consistent()
+
+
+def test_new_chunk_sizes_cut_every_file_again(env: Env) -> None:
+    write_tree(env.docs, TEXTS)
+    assert env.job.run([env.docs]).count(NEW) == 3
+    before = env.catalog.chunk_ids()
+    assert env.job.run([env.docs]).count(UNCHANGED) == 3
+    smaller = IngestJob(
+        catalog=env.catalog, encoder=env.encoder, index=env.index, chunk_tokens=24, chunk_overlap=4
+    )
+    report = smaller.run([env.docs])
+    assert report.count(CHANGED) == 3  # the same files, cut anew: no passages of two cuts side by side
+    assert len(env.catalog.chunk_ids()) > len(before)  # smaller passages: more of them
+    env.assert_consistent()
+    assert smaller.run([env.docs]).count(UNCHANGED) == 3
+    doc = env.catalog.list_documents(status=DocumentStatus.INDEXED)[0]
+    assert env.catalog.get_document(doc.id).chunking == "v1:24/4"  # type: ignore[union-attr]

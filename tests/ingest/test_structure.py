@@ -70,6 +70,33 @@ def test_html_headings_definitions_tables_code_and_navigation(tmp_path: Path) ->
     assert code[1] == ("Server Configuration", "Examples") and "btree\n(title);" in code[2]
 
 
+def test_a_term_of_several_lines_names_one_entry(tmp_path: Path, tokenizer: Any) -> None:
+    """PostgreSQL's manual writes an option's short and long names in one <dt>, split by <br>."""
+    path = tmp_path / "app-pgdump.html"
+    path.write_text(
+        "<h2>Options</h2><dl>"
+        '<dt><span class="term"><code>-a</code><br /></span><span class="term"><code>--data-only</code>'
+        "</span></dt><dd><p>Dump only the data, not the schema.</p></dd>"
+        "<dt><span class='term'><code>-b</code><br /></span>"
+        "<span class='term'><code>--blobs</code></span></dt>"
+        "<dd><p>Include large objects in the dump.</p></dd></dl>",
+        encoding="utf-8",
+    )
+    loaded = load_file(path)
+    blocks = _blocks(loaded)
+    entry = ("Options", "-a, --data-only")
+    assert [b for b in blocks if b[1] == entry] == [
+        ("term", entry, "-a"),
+        ("term", entry, "--data-only"),
+        ("text", entry, "Dump only the data, not the schema."),
+    ]
+    assert ("text", ("Options", "-b, --blobs"), "Include large objects in the dump.") in blocks
+    # The names open the entry's passage, answerable there ("Which option dumps only the data?").
+    spans = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=50, overlap_tokens=5)
+    first = next(s for s in spans if "Dump only" in loaded.text[s.char_start : s.char_end])
+    assert loaded.text[first.char_start : first.char_end].startswith("-a\n--data-only")
+
+
 def test_markdown_headings_lists_tables_and_fences(tmp_path: Path) -> None:
     path = tmp_path / "guide.md"
     path.write_text(
