@@ -488,6 +488,7 @@ class _OpenBlock:
     level: int = 0
     chars: int = 0
     link_chars: int = 0
+    dt: int = 0  # which <dt> of the document it sits in (0: none)
 
 
 @dataclass
@@ -502,6 +503,10 @@ class _HtmlWalk:
     table_headers: list[str | None] = field(default_factory=list)  # the header row of each open table
     row_cells: list[list[int]] = field(default_factory=list)  # per open <tr>: [th cells, td cells]
     current: _OpenBlock | None = None
+    dts: int = 0  # <dt> elements opened so far
+    open_dt: int = 0  # the innermost open <dt> (0: none)
+    closed_dt: int = 0  # the <dt> of the block closed last
+    last_term_dt: int = -1  # the <dt> of the last term block
 
     def append(self, text: str) -> None:
         self.parts.append(text)
@@ -517,6 +522,7 @@ class _HtmlWalk:
         block, self.current = self.current, None
         if block is None:
             return None
+        self.closed_dt = block.dt
         raw = _tail_text(self.parts, self.length - block.raw_start)
         if not raw.strip():
             return None
@@ -594,7 +600,7 @@ def _html_walk(markup: str) -> _HtmlText:
             if walk.current is None and text.strip():
                 # Inside a table row the row is the block, whatever its cells hold.
                 kind, level = (ROW, 0) if walk.row_cells else _block_kind(open_tags)
-                walk.current = _OpenBlock(walk.length, kind, walk.heading_path(), level)
+                walk.current = _OpenBlock(walk.length, kind, walk.heading_path(), level, dt=walk.open_dt)
             if walk.current is not None:
                 visible = len(text.strip())
                 walk.current.chars += visible
@@ -622,6 +628,8 @@ def _html_walk(markup: str) -> _HtmlText:
                 link_depth -= 1
             elif name == "dl":
                 walk.terms.pop()
+            elif name == "dt":
+                walk.open_dt = 0
             elif name == "table":
                 walk.table_headers.pop()
             elif name == "tr":
@@ -642,6 +650,9 @@ def _html_walk(markup: str) -> _HtmlText:
             walk.row_cells[-1][0 if name == "th" else 1] += 1
         elif name == "dt" and walk.terms:
             walk.terms[-1] = None  # a new entry: its own term replaces the last one's
+        if name == "dt":
+            walk.dts += 1
+            walk.open_dt = walk.dts
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node.contents))
     closed = walk.close_block()
@@ -663,10 +674,11 @@ def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
         # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
         # name one entry.
         run = len(walk.blocks) - 1
-        if run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3] == heading:
+        if walk.closed_dt == walk.last_term_dt and walk.closed_dt and walk.blocks[run - 1][2] == TERM:
             # A second line of the same <dt> ("-a<br>--data-only", as PostgreSQL's manual writes them) opened
             # under the first line as its term: it is the same entry's name, not a term within that entry.
             heading = heading[:-1]
+        walk.last_term_dt = walk.closed_dt
         while run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3][:-1] == heading:
             run -= 1
         if run < len(walk.blocks) - 1:

@@ -180,7 +180,7 @@ def decode(
         segments: per passage, the char ranges an answer must lie inside (None: anywhere in it).
 
     Returns:
-        Up to ``top_k`` spans with non-empty text.
+        Up to ``top_k`` spans whose text holds a letter or a digit.
     """
     candidates: list[SpanCandidate] = []
     for window in windows:
@@ -188,9 +188,10 @@ def decode(
         for cand in window_spans(
             window, max_answer_tokens=max_answer_tokens, top_n=top_n_per_window, segments=allowed
         ):
-            start, end = trim_span(passages[cand.passage_index], cand.char_start, cand.char_end)
-            if end <= start:
-                continue
+            text = passages[cand.passage_index]
+            start, end = trim_span(text, cand.char_start, cand.char_end)
+            if end <= start or not any(ch.isalnum() for ch in text[start:end]):
+                continue  # nothing, or only punctuation ("-" of "-a", a lone bracket): never an answer
             if (start, end) != (cand.char_start, cand.char_end):
                 cand = SpanCandidate(
                     cand.passage_index,

@@ -18,7 +18,7 @@ class AskRequest(BaseModel):
 
 
 class CopyOut(BaseModel):
-    """A near-duplicate folded into a passage (not read again)."""
+    """A near-duplicate folded into a passage (not read again): where it lives."""
 
     path: str
     page: int | None
@@ -28,15 +28,9 @@ class CopyOut(BaseModel):
     chunk_id: str
 
 
-class PassageOut(BaseModel):
+class PassageOut(CopyOut):
     rank: int
     score: float
-    path: str
-    page: int | None
-    char_start: int
-    char_end: int
-    document_id: str
-    chunk_id: str
     heading: str
     text: str
     copies: list[CopyOut]

@@ -91,6 +91,13 @@ def test_a_term_of_several_lines_names_one_entry(tmp_path: Path, tokenizer: Any)
         ("text", entry, "Dump only the data, not the schema."),
     ]
     assert ("text", ("Options", "-b, --blobs"), "Include large objects in the dump.") in blocks
+    # A list nested in an entry (a table of contents) is not a second line of the entry's term.
+    path.write_text("<dl><dt>Chapter 1</dt><dd><dl><dt>Section 1.1</dt></dl></dd></dl><p>Body.</p>")
+    nested = _blocks(load_file(path))
+    assert nested[:2] == [
+        ("term", ("Chapter 1",), "Chapter 1"),
+        ("term", ("Chapter 1", "Section 1.1"), "Section 1.1"),
+    ]
     # The names open the entry's passage, answerable there ("Which option dumps only the data?").
     spans = chunk_blocks(loaded.text, loaded.blocks, tokenizer, chunk_tokens=50, overlap_tokens=5)
     first = next(s for s in spans if "Dump only" in loaded.text[s.char_start : s.char_end])

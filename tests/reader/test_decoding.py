@@ -133,3 +133,13 @@ def test_text_outside_every_segment_is_never_an_answer() -> None:
     assert spans and all(s.char_start >= 10 for s in spans)
     assert (spans[0].start_token, spans[0].end_token) == (7, 8)
     assert decode([w], ["x" * 30], segments=[[]]) == []
+
+
+def test_a_span_of_punctuation_alone_is_never_an_answer() -> None:
+    # Token i covers char 2i; the passage "- a - b ..." puts a "-" under tokens 2 and 4.
+    passage = "x - - a b c d e f g h i j"
+    w = make_window(12, starts={1: 9.0, 3: 5.0}, ends={1: 9.0, 2: 8.0, 3: 5.0}, context=range(1, 12))
+    assert (window_spans(w)[0].start_token, window_spans(w)[0].end_token) == (1, 1)  # "-" scores best
+    spans = decode([w], [passage], top_k=5)
+    assert spans and all(any(ch.isalnum() for ch in passage[s.char_start : s.char_end]) for s in spans)
+    assert passage[spans[0].char_start : spans[0].char_end] == "- - a"  # the best span holding a letter
