@@ -31,6 +31,8 @@ def report_unavailable(engine: Engine) -> None:
     raise a one-line :class:`CatalogUnavailableError` that names the catalog, its password masked."""
 
     def translate(context: Any) -> None:
+        if context.is_pre_ping:
+            return  # a pooled connection found dead before use: the pool reconnects, nothing failed
         exc = context.sqlalchemy_exception
         if isinstance(exc, OperationalError):
             where = display_url(engine.url)

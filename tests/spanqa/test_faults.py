@@ -211,6 +211,22 @@ def test_the_database_going_away_mid_ingest_is_a_one_line_error_and_loses_nothin
     _repaired_and_finished(settings, docs, expect_orphans=True)
 
 
+@pytest.mark.integration
+def test_a_database_restart_between_commands_is_not_an_error(postgres_schema_url: str) -> None:
+    """A pooled connection the server closed (a restart while `spanqa serve` or a worker idles) is replaced."""
+    from sqlalchemy import create_engine
+
+    with Catalog(postgres_schema_url) as catalog:
+        assert catalog.counts()["chunks"] == 0
+        with catalog.engine.connect() as connection:
+            pid = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        admin = create_engine(postgres_schema_url)
+        with admin.connect() as connection:
+            assert connection.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)})").scalar_one()
+        admin.dispose()
+        assert catalog.counts()["chunks"] == 0  # the pool's check found it dead and reconnected
+
+
 def test_the_vector_store_going_away_mid_ingest_is_a_one_line_error_and_loses_nothing(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
