@@ -14,17 +14,18 @@ from spanqa.text import append_stripped, sentence_spans
 from spanqa.types import page_at
 
 HEADING_SEPARATOR = " > "
-#: Raise when the loaders or the chunker cut the same file differently: every file is cut again at its next
-#: ingest (documents remember how they were cut, see ``chunking_signature``).
+"""Joins the titles of a heading path into the one line a chunk records (``Memory > work_mem (integer)``)."""
+
+#: Raise when the chunker, or the loaders of every format, cut the same file differently: every file is cut
+#: again at its next ingest (documents remember how they were cut, see ``chunking_signature``). A change to
+#: one format's loader can instead clear that format's digests in a catalog migration (0004, 0007): only
+#: those files are cut again.
 CHUNKER_VERSION = 1
 
 
 def chunking_signature(chunk_tokens: int, overlap_tokens: int) -> str:
     """How a document's chunks are cut: the chunker's version and the sizes (a change re-cuts the file)."""
     return f"v{CHUNKER_VERSION}:{chunk_tokens}/{overlap_tokens}"
-
-
-"""Joins the titles of a heading path into the one line a chunk records (``Memory > work_mem (integer)``)."""
 
 
 @dataclass(frozen=True)

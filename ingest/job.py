@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ingest.catalog import Catalog, document_id_for
-from ingest.chunker import chunk_blocks, chunking_signature
+from ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file, looks_like_text
 from ingest.walk import FoundFile, inside, walk
 from retriever.encoder import TextEncoder
@@ -29,6 +30,11 @@ from spanqa.types import Chunk, Document, DocumentStatus, IndexVersion
 logger = logging.getLogger(__name__)
 
 NEW, CHANGED, UNCHANGED, FAILED, PRUNED = "new", "changed", "unchanged", "failed", "pruned"
+#: Near neighbours weighed per chunk when folding near-duplicates (the nearest may state other numbers).
+FOLD_CANDIDATES = 3
+#: Chunks of one batch compared with each other at once (a block of cosines, not one row at a time).
+FOLD_BLOCK = 512
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class IngestError(SpanqaError):
@@ -292,8 +298,9 @@ class IngestJob:
         existing = self.catalog.get_document_by_path(path)
         was_indexed = existing is not None and existing.status == DocumentStatus.INDEXED
         chunking = chunking_signature(self.chunk_tokens, self.chunk_overlap)
-        # A document indexed before spanqa recorded how it was cut (None) counts as cut the way it is now.
-        same_cut = existing is not None and existing.chunking in (None, chunking)
+        # A document indexed before spanqa recorded how it was cut (None) was cut by the first chunker.
+        recorded = existing.chunking if existing is not None else None
+        same_cut = recorded == chunking or (recorded is None and CHUNKER_VERSION == 1)
         if (
             existing is not None
             and was_indexed
@@ -385,25 +392,37 @@ class IngestJob:
         return outcomes
 
     def _fold_labels(self, collection: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[str | None]:
-        """Each chunk's near-duplicate group: that of its nearest chunk, indexed or earlier in ``chunks``,
-        when their cosine reaches ``fold_similarity``; else None (its own)."""
-        labels: list[str | None] = []
-        if self.fold_similarity > 1:
+        """Each chunk's near-duplicate group: that of its nearest chunk (indexed, or earlier in ``chunks``)
+        whose cosine reaches ``fold_similarity`` and whose text states the same numbers; else None."""
+        if self.fold_similarity > 1 or not chunks:
             return [None] * len(chunks)
-        nearest_indexed = self.index.search_many(collection, list(vectors), limit=1)
-        for i, chunk in enumerate(chunks):
-            best, label = -1.0, None
-            hits = nearest_indexed[i]
-            if hits:
-                best, label = hits[0].score, str(hits[0].payload.get("fold") or hits[0].id)
-            if i:
-                # Vectors are normalized: a dot product is the cosine.
-                cosines = vectors[:i] @ vectors[i]
-                nearest = int(np.argmax(cosines))
-                if cosines[nearest] > best:
-                    best, label = float(cosines[nearest]), labels[nearest] or chunks[nearest].id
-            # Its own earlier version (an unchanged chunk of a changed file) gives back its own group.
-            labels.append(label if best >= self.fold_similarity and label != chunk.id else None)
+        threshold = self.fold_similarity
+        indexed = self.index.search_many(collection, list(vectors), limit=FOLD_CANDIDATES)
+        close = {hit.id for hits in indexed for hit in hits if hit.score >= threshold}
+        texts = {cid: c.text for cid, c in self.catalog.get_chunks(close).items()} if close else {}
+        labels: list[str | None] = []
+        for start in range(0, len(chunks), FOLD_BLOCK):
+            stop = min(start + FOLD_BLOCK, len(chunks))
+            # Vectors are normalized: dot products are cosines; a chunk is compared with those before it only.
+            block = vectors[start:stop] @ vectors[:stop].T
+            block[np.triu_indices(stop - start, k=start, m=stop)] = -np.inf
+            for row, i in enumerate(range(start, stop)):
+                chunk = chunks[i]
+                candidates = [
+                    (hit.score, str(hit.payload.get("fold") or hit.id), texts[hit.id])
+                    for hit in indexed[i]
+                    if hit.score >= threshold and hit.id in texts
+                ]
+                earlier = np.flatnonzero(block[row] >= threshold)
+                for j in earlier[np.argsort(-block[row][earlier])][:FOLD_CANDIDATES]:
+                    candidates.append((float(block[row][j]), labels[j] or chunks[j].id, chunks[j].text))
+                label = None
+                for _, group, text in sorted(candidates, key=lambda c: -c[0]):
+                    # Its own earlier version (an unchanged chunk of a changed file) is not a duplicate.
+                    if group != chunk.id and same_numbers(chunk.text, text):
+                        label = group
+                        break
+                labels.append(label)
         return labels
 
     def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:
@@ -517,6 +536,12 @@ class IngestJob:
 
 
 _BM25 = Bm25Encoder()
+
+
+def same_numbers(a: str, b: str) -> bool:
+    """Whether two texts state the same numbers: near-duplicates that differ in a value ("4MB", "64MB"; two
+    versions of a manual) say different things and are not folded."""
+    return sorted(NUMBER.findall(a)) == sorted(NUMBER.findall(b))
 
 
 def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:

@@ -183,10 +183,12 @@ class AnswerBuilder:
         scored.sort(key=lambda item: item[0], reverse=True)
         null_logit = combine_scores(result.null_score, 1.0, weight)
         normalizer = logsumexp([item[0] for item in scored] + [null_logit])
-        # How many passages give the same words: agreement is evidence an answer is right.
-        agreeing: dict[str, set[int]] = {}
-        for _, span, _, _, words in scored:
-            agreeing.setdefault(words, set()).add(span.passage_index)
+        # How many passages give the same words: agreement is evidence an answer is right. A near-duplicate
+        # folded into a passage, not read, counts when it holds the same text (read, it would have agreed).
+        agreeing: dict[str, dict[int, int]] = {}
+        for _, span, passage, text, words in scored:
+            echoes = sum(text in copy.text for copy in passage.copies) if span.char_start >= 0 else 0
+            agreeing.setdefault(words, {})[span.passage_index] = 1 + echoes
         question_words = content_words(question)
         picked: list[Answer] = []
         picked_words: dict[str, int] = {}  # an answer's words -> its place in ``picked``
@@ -235,7 +237,7 @@ class AnswerBuilder:
                 dense_rank=passage.dense_rank,
                 lexical_score=passage.lexical_score,
                 lexical_rank=passage.lexical_rank,
-                agreement=len(agreeing[words]),
+                agreement=sum(agreeing[words].values()),
                 passage_text=prefixed(passage.heading, passage.title, passage.text).text,
                 sentence=context,
                 answer=text,

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: One character that is never an answer alone: a dash cut from an option ("-" of "-a"), a bracket, a quote,
+#: a separator. Marks that can be answers in a manual ("|", "%", "#", "~", "*") are not among them.
+STRAY_MARKS = frozenset("-\u2010\u2013\u2014()[]{}<>,.;:'\"`")
+
 
 @dataclass(frozen=True)
 class WindowLogits:
@@ -180,7 +184,7 @@ def decode(
         segments: per passage, the char ranges an answer must lie inside (None: anywhere in it).
 
     Returns:
-        Up to ``top_k`` spans whose text holds a letter or a digit.
+        Up to ``top_k`` spans, none empty or a lone mark of ``STRAY_MARKS``.
     """
     candidates: list[SpanCandidate] = []
     for window in windows:
@@ -190,8 +194,8 @@ def decode(
         ):
             text = passages[cand.passage_index]
             start, end = trim_span(text, cand.char_start, cand.char_end)
-            if end <= start or not any(ch.isalnum() for ch in text[start:end]):
-                continue  # nothing, or only punctuation ("-" of "-a", a lone bracket): never an answer
+            if end <= start or text[start:end] in STRAY_MARKS:
+                continue  # nothing, or a mark cut from a word ("-" of "-a", a bracket, a quote)
             if (start, end) != (cand.char_start, cand.char_end):
                 cand = SpanCandidate(
                     cand.passage_index,

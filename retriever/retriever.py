@@ -15,8 +15,10 @@ RETRIEVAL_MODES = CHOICES["retrieval"]
 FUSION_METHODS = CHOICES["fusion"]
 #: Hits taken from each of the dense and lexical lists before they are fused.
 FUSION_CANDIDATES = 50
-#: Hits searched per hit returned, so that folding near-duplicates still leaves ``top_k``.
+#: Hits searched per hit returned, so that folding near-duplicates still leaves ``top_k``; when it does not
+#: (a corpus of many copies), the search is made deeper, up to ``MAX_FOLD_DEPTH`` times ``top_k``.
 FOLD_DEPTH = 2
+MAX_FOLD_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Retriever:
         fusion: "rrf" (reciprocal rank fusion) or "weighted" (min-max scaled scores, weighted sum).
         lexical_weight: the lexical list's weight in the fusion (the dense list's is 1).
         candidates: hits taken from each list before fusing.
+        fold: read one passage per near-duplicate group (the groups made at ingest), the others as its
+            copies; False: every hit is a passage of its own.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class Retriever:
         fusion: str = Settings.fusion,
         lexical_weight: float = Settings.lexical_weight,
         candidates: int = FUSION_CANDIDATES,
+        fold: bool = True,
     ) -> None:
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"retrieval must be one of {', '.join(RETRIEVAL_MODES)}, not {mode!r}")
@@ -79,6 +84,7 @@ class Retriever:
         self.fusion = fusion
         self.lexical_weight = lexical_weight
         self.candidates = candidates
+        self.fold = fold
         self.lexical = Bm25Encoder()
 
     def run(
@@ -107,15 +113,22 @@ class Retriever:
         vector = self.encoder.encode([query])[0] if mode != "lexical" else None
         encoded = time.perf_counter()
         search_filter = SearchFilter(document_ids=list(document_ids)) if document_ids is not None else None
-        depth = top_k * FOLD_DEPTH if mode != "hybrid" else max(top_k * FOLD_DEPTH, self.candidates)
-        dense: list[SearchHit] = []
-        lexical: list[SearchHit] = []
-        if vector is not None:
-            dense = self.index.search(self.collection, vector, limit=depth, filter=search_filter)
-        if mode != "dense" and terms is not None:
-            lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
-        hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
-        kept, copies = fold(hits, top_k)
+        depth = top_k * (FOLD_DEPTH if self.fold else 1)
+        if mode == "hybrid":
+            depth = max(depth, self.candidates)
+        while True:
+            dense: list[SearchHit] = []
+            lexical: list[SearchHit] = []
+            if vector is not None:
+                dense = self.index.search(self.collection, vector, limit=depth, filter=search_filter)
+            if mode != "dense" and terms is not None:
+                lexical = self.index.search_lexical(self.collection, terms, limit=depth, filter=search_filter)
+            hits = dense if mode == "dense" else lexical if mode == "lexical" else self._fuse(dense, lexical)
+            kept, copies = fold(hits, top_k) if self.fold else (hits[:top_k], {})
+            more = len(dense) == depth or len(lexical) == depth  # a list was cut: deeper finds more groups
+            if len(kept) >= top_k or not more or depth >= top_k * MAX_FOLD_DEPTH:
+                break
+            depth *= 2
         return RetrievalResult(
             hits=kept,
             encode_seconds=encoded - started,

@@ -3,7 +3,8 @@
 A reader trained on SQuAD's Wikipedia prose picks the wrong span in reference pages: another entry's value
 when a passage holds several entries, the start of a description instead of an option's name. This module
 writes SQuAD-format pairs from a manual's definition entries (``<dt>`` term, ``<dd>`` description), on the
-passages spanqa itself cuts (the same loader, chunker and heading prefix the reader reads at answer time):
+passages spanqa itself cuts (the same loader, chunker at the default chunk sizes, and heading prefix the
+reader reads at answer time):
 
 - **default**: "What is the default value of shared_buffers?" -> the value after "The default is" in the
   entry's description;
@@ -428,8 +429,8 @@ def build(
             rng.shuffle(paragraphs)
             kept, count = [], 0
             for paragraph in paragraphs:
-                if count >= per_page:
-                    break
+                if count + len(paragraph["qas"]) > per_page:
+                    continue
                 kept.append(paragraph)
                 count += len(paragraph["qas"])
             if kept:

@@ -69,6 +69,7 @@ def retriever_for(runtime: Runtime) -> Retriever:
         mode=settings.retrieval,
         fusion=settings.fusion,
         lexical_weight=settings.lexical_weight,
+        fold=settings.fold_similarity <= 1,
     )
 
 
@@ -104,11 +105,13 @@ def search(
     folded = [copy for hit in result.hits for copy in result.copies.get(hit.id, ())]
     chunks = runtime.catalog.get_chunks(hit.id for hit in [*result.hits, *folded])
     passages: list[Passage] = []
-    for hit in result.hits:
-        chunk = chunks.get(hit.id)
-        if chunk is None:
-            # A point without its catalog row: left by a crash, removed by the next ingest.
+    for best in result.hits:
+        # A point without its catalog row (left by a crash, or written by an ingest not yet committed) is
+        # skipped; the best of its group's copies that has one stands in for it.
+        group = [h for h in (best, *result.copies.get(best.id, ())) if h.id in chunks]
+        if not group:
             continue
+        hit, chunk = group[0], chunks[group[0].id]
         dense, lexical = result.dense.get(hit.id), result.lexical.get(hit.id)
         copies = tuple(
             PassageCopy(
@@ -120,8 +123,7 @@ def search(
                 text=c.text,
                 page=c.page,
             )
-            for copy in result.copies.get(hit.id, ())
-            if (c := chunks.get(copy.id)) is not None
+            for copy, c in ((h, chunks[h.id]) for h in group[1:])
         )
         passages.append(
             Passage(
@@ -131,7 +133,7 @@ def search(
                 text=chunk.text,
                 char_start=chunk.char_start,
                 char_end=chunk.char_end,
-                score=hit.score,
+                score=best.score,
                 page=chunk.page,
                 ordinal=chunk.ordinal,
                 rank=len(passages) + 1,

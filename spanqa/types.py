@@ -194,7 +194,8 @@ class Answer:
     ``score`` is the calibrated probability that the answer is right (where the reader has a calibrator;
     else ``relative_score``); ``relative_score`` is how it compares with the other candidates and "no
     answer" (a softmax); ``reader_score`` is the span's start + end logits; ``features`` what the
-    calibrator read; ``also_in`` the other places (in the passages read) that give the same answer.
+    calibrator read; ``also_in`` the other places that give the same answer (in the passages read, and in
+    the near-duplicates folded into them).
     """
 
     text: str

@@ -430,15 +430,18 @@ class WordsEncoder(CountingEncoder):
 
 
 def test_near_duplicate_chunks_are_folded_into_one_group(env: Env) -> None:
-    words = [f"w{i}" for i in range(60)]
+    words = [f"w{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(60)]  # "waa", "wab", ...: no digits
     paragraph = " ".join(words) + "\n"
     write_tree(
         env.docs,
         {
             "a.txt": paragraph,
-            "b.txt": paragraph.replace("w30", "changed"),  # one word of sixty: cosine 0.983
-            "c.txt": paragraph.replace("w30 w31 w32", "x y z"),  # three: 0.95, below the 0.98 default
+            "b.txt": paragraph.replace(words[30], "changed"),  # one word of sixty: cosine 0.983
+            "c.txt": paragraph.replace(" ".join(words[30:33]), "x y z"),  # three: 0.95, below the default
             "sub/copy.txt": paragraph,
+            # One word from the others too, but a value: they say something else, and are not folded.
+            "d.txt": paragraph.replace(words[30], "4MB"),
+            "e.txt": paragraph.replace(words[30], "64MB"),
         },
     )
 
@@ -458,21 +461,28 @@ def test_near_duplicate_chunks_are_folded_into_one_group(env: Env) -> None:
     job().run([env.docs])
     group = folds()
     first = group["a.txt"]
-    assert group == {"a.txt": first, "b.txt": first, "c.txt": group["c.txt"], "sub/copy.txt": first}
-    assert group["c.txt"] != first
+    assert group == {
+        "a.txt": first,
+        "b.txt": first,
+        "c.txt": group["c.txt"],
+        "sub/copy.txt": first,
+        "d.txt": group["d.txt"],
+        "e.txt": group["e.txt"],
+    }
+    assert len({first, group["c.txt"], group["d.txt"], group["e.txt"]}) == 4
     env.assert_consistent()
     # The group is in each point's payload, where the retriever folds it.
     vector = WordsEncoder(env.encoder.inner).encode([paragraph])[0]
-    hits = env.index.search(env.collection, vector, limit=4)
+    hits = env.index.search(env.collection, vector, limit=6)
     assert sorted(str(h.payload["fold"]) for h in hits) == sorted(group.values())
-    kept, copies = fold(hits, top_k=4)
-    assert len(kept) == 2 and len(copies[kept[0].id]) == 2
+    kept, copies = fold(hits, top_k=6)
+    assert len(kept) == 4 and len(copies[kept[0].id]) == 2
 
     # A later run folds a new copy into the indexed group; a changed file leaves it.
     write_tree(env.docs, {"later.txt": paragraph, "b.txt": "Something else entirely.\n"})
     job().run([env.docs])
     group = folds()
-    assert group["later.txt"] == first and group["b.txt"] not in {first, group["c.txt"]}
+    assert group["later.txt"] == first and group["b.txt"] not in {first, group["c.txt"], group["d.txt"]}
     env.assert_consistent()
 
     # Above 1, nothing folds.

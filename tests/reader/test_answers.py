@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from reader.answers import (
@@ -102,6 +104,8 @@ def test_an_answer_lists_the_places_of_the_near_duplicates_folded_into_its_passa
     (source,) = answer.also_in
     assert (source.document_id, source.path, source.page) == ("d2", "d2.html", 3)
     assert other[source.char_start - 100 : source.char_end - 100] == "four megabytes"
+    # The copy that holds the answer agrees with it, as it would have if it had been read.
+    assert answer.features["agreement"] == pytest.approx(math.log1p(2))
 
 
 def test_an_answer_from_the_entry_title_points_before_the_passage() -> None:

@@ -135,11 +135,14 @@ def test_text_outside_every_segment_is_never_an_answer() -> None:
     assert decode([w], ["x" * 30], segments=[[]]) == []
 
 
-def test_a_span_of_punctuation_alone_is_never_an_answer() -> None:
-    # Token i covers char 2i; the passage "- a - b ..." puts a "-" under tokens 2 and 4.
-    passage = "x - - a b c d e f g h i j"
-    w = make_window(12, starts={1: 9.0, 3: 5.0}, ends={1: 9.0, 2: 8.0, 3: 5.0}, context=range(1, 12))
+def test_a_lone_dash_or_bracket_is_never_an_answer() -> None:
+    # Token i covers char 2i; the passage "x - ( a ..." puts "-" under token 1 and "(" under token 2.
+    passage = "x - ( a b c d e f g h i j"
+    w = make_window(12, starts={1: 9.0, 2: 8.5, 3: 5.0}, ends={1: 9.0, 3: 5.0}, context=range(1, 12))
     assert (window_spans(w)[0].start_token, window_spans(w)[0].end_token) == (1, 1)  # "-" scores best
-    spans = decode([w], [passage], top_k=5)
-    assert spans and all(any(ch.isalnum() for ch in passage[s.char_start : s.char_end]) for s in spans)
-    assert passage[spans[0].char_start : spans[0].char_end] == "- - a"  # the best span holding a letter
+    texts = [passage[s.char_start : s.char_end] for s in decode([w], [passage], top_k=5)]
+    assert "-" not in texts and texts[0] == "- ( a"  # the best span that is more than a stray mark
+    # A mark that can answer a question about a manual ("Which operator concatenates strings?") stays.
+    other = "x | ( a b c d e f g h i j"
+    best = decode([w], [other], top_k=1)[0]
+    assert other[best.char_start : best.char_end] == "|"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,34 @@ def test_near_duplicates_fold_into_the_best_hit_of_their_group() -> None:
     # Groups past top_k are dropped whole; nothing folds without groups.
     kept, copies = fold([hit("x"), hit("y"), hit("z")], top_k=2)
     assert [h.id for h in kept] == ["x", "y"] and copies == {}
+
+
+def test_folding_searches_deeper_until_top_k_groups_are_found() -> None:
+    import numpy as np
+
+    from retriever.retriever import Retriever
+
+    # 30 copies of one text rank first, then 10 distinct passages.
+    ranked = [SearchHit(f"copy{i}", 0.9, {"fold": "g"}) for i in range(30)]
+    ranked += [SearchHit(f"own{i}", 0.5, {}) for i in range(10)]
+    limits: list[int] = []
+
+    class Index:
+        def has_lexical(self, collection: str) -> bool:
+            return False
+
+        def search(self, collection: str, vector: Any, *, limit: int, filter: Any = None) -> list[SearchHit]:
+            limits.append(limit)
+            return ranked[:limit]
+
+    class Encoder:
+        def encode(self, texts: Any) -> np.ndarray:
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+    def run(fold: bool) -> list[str]:
+        limits.clear()
+        retriever = Retriever(encoder=Encoder(), index=Index(), collection="c", mode="dense", fold=fold)  # type: ignore[arg-type]
+        return [hit.id for hit in retriever.run("q", top_k=3).hits]
+
+    assert run(fold=True) == ["copy0", "own0", "own1"] and limits == [6, 12, 24, 48]
+    assert run(fold=False) == ["copy0", "copy1", "copy2"] and limits == [3]

@@ -213,7 +213,7 @@ def test_the_database_going_away_mid_ingest_is_a_one_line_error_and_loses_nothin
 
 @pytest.mark.integration
 def test_a_database_restart_between_commands_is_not_an_error(postgres_schema_url: str) -> None:
-    """A pooled connection the server closed (a restart while `spanqa serve` or a worker idles) is replaced."""
+    """A pooled connection the server closed (a restart while serve or a worker idles) is replaced."""
     from sqlalchemy import create_engine
 
     with Catalog(postgres_schema_url) as catalog:

@@ -103,3 +103,23 @@ def test_worker_command_reads_questions_first() -> None:
 
     queues = next(p for p in worker.params if p.name == "queues")
     assert queues.default == DEFAULT_WORKER_QUEUES
+
+
+def test_a_folded_group_whose_best_point_lost_its_row_is_read_from_a_copy(
+    settings: Settings, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = "Warsaw is the capital of Poland. It lies on the Vistula river.\n"
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (docs / name).write_text(text)  # one text three times: one group
+    with Runtime(settings) as runtime:
+        assert runtime.ingest_job().run([docs]).exit_code == 0
+        (passage,) = pipeline.search(runtime, "capital of Poland", top_k=1).passages
+        assert len(passage.copies) == 2
+        # The catalog loses the best point's document (as a crash, or an ingest not yet committed, leaves
+        # a point without its row): the group is still read, from a copy that has one.
+        runtime.catalog.mark_deleted(passage.document_id)
+        (again,) = pipeline.search(runtime, "capital of Poland", top_k=1).passages
+        assert again.document_id != passage.document_id and again.text == text.strip()
+        assert len(again.copies) == 1 and again.copies[0].document_id != passage.document_id
