@@ -53,6 +53,16 @@ class ReaderInput:
                 return document_start + offset - start
         raise ValueError(f"offset {offset} is not document text")
 
+    def answer_offset(self, start: int, end: int) -> int | None:
+        """Where the document text at [start, end) stands in ``text`` when it lies inside one segment (an
+        answer the reader could give); None when it is not read, or not answerable there."""
+        for region_start, region_end, document_start in self.regions:
+            if document_start <= start <= end <= document_start + region_end - region_start:
+                at = region_start + start - document_start
+                if any(a <= at and at + end - start <= b for a, b in self.segments):
+                    return at
+        return None
+
 
 def reader_input(passage: Passage) -> ReaderInput:
     """The text the reader reads for ``passage`` and where its answerable parts come from."""

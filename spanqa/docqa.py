@@ -38,8 +38,9 @@ from typing import Any
 
 from ingest.chunker import ChunkSpan, chunk_blocks
 from ingest.loaders import ROW, TERM, TEXT, Block, LoadError, load_file
+from reader.answers import reader_input
 from spanqa.settings import Settings
-from spanqa.types import prefixed
+from spanqa.types import Passage
 
 # Verbs a description opens with ("Sets ...", or imperative "Dump ...", "Return ..."), turned into "Which
 # parameter sets ...?" / "Which option dumps ...?": the third-person forms.
@@ -320,15 +321,6 @@ def directive_pairs(text: str, blocks: Sequence[Block], rng: random.Random) -> I
                 yield Pair("which", f"Which directive {rest}?", *where, said)
 
 
-def answerable(span: ChunkSpan, title_start: int | None, title_len: int, a: int, b: int) -> bool:
-    """Whether [a, b) lies in the chunk's own text (one block) or in its title."""
-    if title_start is not None and title_start <= a and b <= title_start + title_len:
-        return True
-    if not span.char_start <= a <= b <= span.char_end:
-        return False
-    return not span.segments or any(s <= a and b <= e for s, e in span.segments)
-
-
 def squad_paragraphs(
     path: Path, tokenizer: Any, rng: random.Random, *, negatives: float = 0.0
 ) -> Iterator[dict[str, Any]]:
@@ -352,42 +344,51 @@ def squad_paragraphs(
     )
     pairs = [pair for entry in entries(text, loaded.blocks) for pair in pairs_of(text, entry, rng)]
     pairs.extend(directive_pairs(text, loaded.blocks, rng))
-    framed = []
-    for span in spans:
-        title_start, title_end = span.title if span.title else (None, None)
-        title = text[title_start:title_end] if title_start is not None else ""
-        framed.append(
-            (span, title_start, title, prefixed(span.heading, title, text[span.char_start : span.char_end]))
-        )
+    # What the reader reads of each passage, as it reads it at answer time: one owner for where an answer
+    # may lie (the title and the blocks, never the heading path).
+    read = [reader_input(_passage(text, span)) for span in spans]
     qas: dict[int, list[dict[str, Any]]] = {}
     for pair in pairs:
-        for number, (span, title_start, title, passage) in enumerate(framed):
-            fits = answerable(span, title_start, len(title), pair.answer_start, pair.answer_end)
-            if not (fits and answerable(span, title_start, len(title), *pair.needs)):
+        for number, passage in enumerate(read):
+            at = passage.answer_offset(pair.answer_start, pair.answer_end)
+            if at is None or passage.answer_offset(*pair.needs) is None:
                 continue
-            if title_start is not None and title_start <= pair.answer_start < title_start + len(title):
-                at = passage.title_start + pair.answer_start - title_start
-            else:
-                at = passage.body_start + pair.answer_start - span.char_start
             answer = text[pair.answer_start : pair.answer_end]
-            assert passage.text[at : at + len(answer)] == answer
             key = f"{path.name}:{number}:{pair.kind}:{pair.question}"
             qa = {"question": pair.question, "kind": pair.kind}
             qas.setdefault(number, []).append(
                 {"id": _qid(key), **qa, "answers": [{"text": answer, "answer_start": at}]}
             )
             if rng.random() < negatives:
-                near = [n for n in (number - 2, number - 1, number + 1, number + 2) if 0 <= n < len(framed)]
+                near = [n for n in (number - 2, number - 1, number + 1, number + 2) if 0 <= n < len(read)]
                 rng.shuffle(near)
                 for other in near:
-                    if answer.lower() not in framed[other][3].text.lower():
+                    if answer.lower() not in read[other].text.lower():
                         qas.setdefault(other, []).append(
                             {"id": _qid(key + ":none"), **qa, "answers": [], "is_impossible": True}
                         )
                         break
             break
     for number in sorted(qas):
-        yield {"context": framed[number][3].text, "qas": qas[number]}
+        yield {"context": read[number].text, "qas": qas[number]}
+
+
+def _passage(text: str, span: ChunkSpan) -> Passage:
+    """The passage ingest would make of ``span`` (its segments relative to its start, as Chunk keeps them)."""
+    title = text[span.title[0] : span.title[1]] if span.title else ""
+    return Passage(
+        chunk_id="",
+        document_id="",
+        path="",
+        text=text[span.char_start : span.char_end],
+        char_start=span.char_start,
+        char_end=span.char_end,
+        score=0.0,
+        heading=span.heading,
+        segments=tuple((a - span.char_start, b - span.char_start) for a, b in span.segments),
+        title=title,
+        title_start=span.title[0] if span.title else None,
+    )
 
 
 def _qid(key: str) -> str:

@@ -133,6 +133,11 @@ def test_reader_input_maps_every_answerable_offset_into_the_document(heading: st
     for start, end in read.segments:
         document_start = read.document_offset(start)
         assert DOCUMENT[document_start : read.document_offset(end)] == read.text[start:end]
+        # And back: the document text of a segment stands where the reader reads it.
+        assert read.answer_offset(document_start, read.document_offset(end)) == start
+    # Across a block boundary, or outside the passage, is not an answer the reader could give.
+    assert read.answer_offset(body_start + cut - 2, body_start + cut + 3) is None
+    assert read.answer_offset(0, 3) is None
     if heading:
         with pytest.raises(ValueError):
             read.document_offset(0)
