@@ -505,7 +505,6 @@ class _HtmlWalk:
     current: _OpenBlock | None = None
     dts: int = 0  # <dt> elements opened so far
     open_dt: int = 0  # the innermost open <dt> (0: none)
-    closed_dt: int = 0  # the <dt> of the block closed last
     last_term_dt: int = -1  # the <dt> of the last term block
 
     def append(self, text: str) -> None:
@@ -517,12 +516,11 @@ class _HtmlWalk:
         header = self.table_headers[-1] if self.table_headers else None
         return (*path, header) if header else tuple(path)
 
-    def close_block(self) -> tuple[str, str, int] | None:
-        """End the open block; returns its (kind, text, heading level) when it held any text."""
+    def close_block(self) -> tuple[str, str, int, int] | None:
+        """End the open block; returns its (kind, text, heading level, <dt> number) when it held any text."""
         block, self.current = self.current, None
         if block is None:
             return None
-        self.closed_dt = block.dt
         raw = _tail_text(self.parts, self.length - block.raw_start)
         if not raw.strip():
             return None
@@ -531,7 +529,7 @@ class _HtmlWalk:
         if kind not in (HEADING, TERM, HEADER_ROW) and mostly_links:
             kind = NAVIGATION
         self.blocks.append((block.raw_start, self.length, kind, block.heading))
-        return kind, re.sub(r"\s*¶$", "", " ".join(raw.split())), block.level
+        return kind, re.sub(r"\s*¶$", "", " ".join(raw.split())), block.level, block.dt
 
 
 def _tail_text(parts: list[str], count: int) -> str:
@@ -661,9 +659,9 @@ def _html_walk(markup: str) -> _HtmlText:
     return _HtmlText("".join(walk.parts), walk.blocks)
 
 
-def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
+def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int, int]) -> None:
     """Update the heading path after a heading, a definition term or a table header row."""
-    kind, text, level = closed
+    kind, text, level, dt = closed
     start, end, _, heading = walk.blocks[-1]
     if kind == HEADING:
         while walk.headings and walk.headings[-1][0] >= level:
@@ -674,11 +672,11 @@ def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int]) -> None:
         # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
         # name one entry.
         run = len(walk.blocks) - 1
-        if walk.closed_dt == walk.last_term_dt and walk.closed_dt and walk.blocks[run - 1][2] == TERM:
+        if dt and dt == walk.last_term_dt and walk.blocks[run - 1][2] == TERM:
             # A second line of the same <dt> ("-a<br>--data-only", as PostgreSQL's manual writes them) opened
             # under the first line as its term: it is the same entry's name, not a term within that entry.
             heading = heading[:-1]
-        walk.last_term_dt = walk.closed_dt
+        walk.last_term_dt = dt
         while run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3][:-1] == heading:
             run -= 1
         if run < len(walk.blocks) - 1:
