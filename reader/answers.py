@@ -189,21 +189,24 @@ class AnswerBuilder:
             passage = passages[span.passage_index]
             combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
             text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
-            scored.append((combined, span, passage, text, normalize_answer(text)))
+            # The near-duplicates folded into the passage that hold the same text (a title answer: none).
+            held = (
+                copy_sources(passage, span.char_start, span.char_end, pages) if span.char_start >= 0 else []
+            )
+            scored.append((combined, span, passage, text, normalize_answer(text), held))
         scored.sort(key=lambda item: item[0], reverse=True)
         null_logit = combine_scores(result.null_score, 1.0, weight)
         normalizer = logsumexp([item[0] for item in scored] + [null_logit])
         # How many passages give the same words: agreement is evidence an answer is right. A near-duplicate
         # folded into a passage, not read, counts when it holds the same text (read, it would have agreed).
         agreeing: dict[str, dict[int, int]] = {}
-        for _, span, passage, text, words in scored:
-            echoes = sum(text in copy.text for copy in passage.copies) if span.char_start >= 0 else 0
-            agreeing.setdefault(words, {})[span.passage_index] = 1 + echoes
+        for _, span, _, _, words, held in scored:
+            agreeing.setdefault(words, {})[span.passage_index] = 1 + len(held)
         question_words = content_words(question)
         picked: list[Answer] = []
         picked_words: dict[str, int] = {}  # an answer's words -> its place in ``picked``
         sources: dict[int, list[AnswerSource]] = {}
-        for combined, span, passage, text, words in scored:
+        for combined, span, passage, text, words, held in scored:
             doc_start = passage.char_start + span.char_start
             doc_end = passage.char_start + span.char_end
             if any(
@@ -222,12 +225,9 @@ class AnswerBuilder:
                     page = page_at(known, doc_start) if known is not None else None
                     places.append(AnswerSource(passage.path, passage.document_id, doc_start, doc_end, page))
                     seen.add((passage.document_id, doc_start))
-                if span.char_start >= 0:
-                    places.extend(
-                        source
-                        for source in copy_sources(passage, span.char_start, span.char_end, pages)
-                        if (source.document_id, source.char_start) not in seen
-                    )
+                places.extend(
+                    source for source in held if (source.document_id, source.char_start) not in seen
+                )
                 continue
             if span.char_start >= 0:
                 context, context_start = answer_context(passage.text, span.char_start, span.char_end)
@@ -254,8 +254,8 @@ class AnswerBuilder:
             )
             values = features(question_words, candidate)
             score = self.calibrator.probability(values) if self.calibrator is not None else relative
-            if span.char_start >= 0 and passage.copies:
-                sources[len(picked)] = copy_sources(passage, span.char_start, span.char_end, pages)
+            if held:
+                sources[len(picked)] = held
             picked_words[words] = len(picked)
             picked.append(
                 Answer(
