@@ -149,6 +149,43 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# Brackets a span may leave open or closed by ending or starting one character short.
+_PAIRS = {"<": ">", "[": "]", "(": ")", "{": "}"}
+_CLOSERS = {close: open_ for open_, close in _PAIRS.items()}
+# What may stand before an option's dashes: the option starts there ("[-q | --quiet]", "-b, --branch").
+_OPTION_LEFT = frozenset(" \t\n[(|,=")
+
+
+def complete_marks(text: str, start: int, end: int, segments: Segments | None = None) -> tuple[int, int]:
+    """Widen ``[start, end)`` over the marks that belong to it: an option's leading dashes ("--prune", not
+    "prune", when the dashes open the word) and a bracket it leaves open or closed ("<dir>", not "<dir").
+
+    WordPiece splits "--include-untracked" into "-", "-", "include", ... and the reader often starts on the
+    word; the user wants the option as written. The span never grows out of the segment that holds it.
+    """
+    low, high = 0, len(text)
+    if segments is not None:
+        holder = next(((a, b) for a, b in segments if a <= start and end <= b), None)
+        if holder is not None:
+            low, high = holder
+    if start < end and text[start].isalnum():
+        dashes = start
+        while dashes > low and start - dashes < 2 and text[dashes - 1] == "-":
+            dashes -= 1
+        if dashes < start and (dashes == low or text[dashes - 1] in _OPTION_LEFT):
+            start = dashes
+    span = text[start:end]
+    for opener, closer in _PAIRS.items():
+        if span.count(opener) > span.count(closer) and end < high and text[end] == closer:
+            end += 1
+            span = text[start:end]
+    for closer, opener in _CLOSERS.items():
+        if span.count(closer) > span.count(opener) and start > low and text[start - 1] == opener:
+            start -= 1
+            span = text[start:end]
+    return start, end
+
+
 def drop_overlapping(candidates: Sequence[SpanCandidate]) -> list[SpanCandidate]:
     """Keep the best of every group of spans that overlap in the same passage; best first."""
     kept: list[SpanCandidate] = []
@@ -193,7 +230,7 @@ def decode(
             window, max_answer_tokens=max_answer_tokens, top_n=top_n_per_window, segments=allowed
         ):
             text = passages[cand.passage_index]
-            start, end = trim_span(text, cand.char_start, cand.char_end)
+            start, end = complete_marks(text, *trim_span(text, cand.char_start, cand.char_end), allowed)
             if end <= start or text[start:end] in STRAY_MARKS:
                 continue  # nothing, or a mark cut from a word ("-" of "-a", a bracket, a quote)
             if (start, end) != (cand.char_start, cand.char_end):

@@ -3,7 +3,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reader.decoding import SpanCandidate, WindowLogits, decode, drop_overlapping, trim_span, window_spans
+from reader.decoding import (
+    SpanCandidate,
+    WindowLogits,
+    complete_marks,
+    decode,
+    drop_overlapping,
+    trim_span,
+    window_spans,
+)
 
 NEG = -50.0
 
@@ -146,3 +154,39 @@ def test_a_lone_dash_or_bracket_is_never_an_answer() -> None:
     other = "x | ( a b c d e f g h i j"
     best = decode([w], [other], top_k=1)[0]
     assert other[best.char_start : best.char_end] == "|"
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "expected"),
+    [
+        ("-u\n--include-untracked\n", "include-untracked", "--include-untracked"),
+        ("git init [-q | --quiet]", "quiet", "--quiet"),
+        ("git init [-q | --quiet]", "q ", "-q"),
+        ("-b <branch-name>, --branch=<name>", "<branch-name", "<branch-name>"),
+        ("--output-directory <dir>", "dir>", "<dir>"),
+        ("a co-operative mode", "operative", "operative"),  # a hyphen inside a word is not an option's
+        ("the ---- line", "line", "line"),
+        ("x (see below)", "see below", "see below"),  # balanced: nothing to add
+    ],
+)
+def test_complete_marks_gives_the_option_and_its_brackets_as_written(
+    text: str, word: str, expected: str
+) -> None:
+    start = text.index(word.strip())
+    start, end = complete_marks(text, start, start + len(word.strip()))
+    assert text[start:end] == expected
+
+
+def test_complete_marks_stays_inside_the_segment() -> None:
+    text = "--all\n<dir"
+    assert complete_marks(text, 2, 5, [(2, 5)]) == (2, 5)  # the dashes lie outside the segment
+    assert complete_marks(text, 2, 5, [(0, 5)]) == (0, 5)
+    assert complete_marks(text, 6, 10, [(6, 10)]) == (6, 10)
+
+
+def test_decode_gives_an_option_with_its_dashes() -> None:
+    # Token i covers char 2i: the best span is token 2 alone, "q" of "--quiet"; decoded, it keeps the dashes.
+    passage = "x --quiet y"
+    w = make_window(6, starts={2: 9.0}, ends={2: 9.0}, context=range(1, 6))
+    best = decode([w], [passage], top_k=1)[0]
+    assert passage[best.char_start : best.char_end] == "--q"
