@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from reader.squad import SquadExample, load_squad
+from spanqa.text import sentence_spans
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ class TrainConfig:
     eval_file: str | None = None
     eval_limit: int = 600
     negatives: float = 0.2
+    cut_negatives: float = 0.0
     exclude_ids_file: str | None = None
     seed: int = 42
     pool_batches: int = 50
@@ -82,16 +84,21 @@ class Features:
         return len(self.input_ids)
 
 
-def add_unanswerable_pairs(examples: Sequence[SquadExample], ratio: float, seed: int) -> list[SquadExample]:
+def add_unanswerable_pairs(
+    examples: Sequence[SquadExample], ratio: float, seed: int, *, cut_share: float = 0.0
+) -> list[SquadExample]:
     """Teach abstention without SQuAD 2.0 train data: pair questions with paragraphs that lack their answer.
 
-    Half of the new pairs take another paragraph of the same article (hard: same topic), half a paragraph of
-    another article; a paragraph that contains any gold answer text is never used.
+    A share ``cut_share`` of the new pairs keep the question's own paragraph with the sentences that hold its
+    answers cut out (hardest: the same words and topic, a plausible span left, as in SQuAD 2.0); of the
+    others, half take another paragraph of the same article (hard: same topic), half a paragraph of another
+    article. A text that contains any gold answer text is never used.
 
     Args:
         examples: answerable training examples.
         ratio: new unanswerable pairs per example (0.25 adds one for every four questions).
         seed: random seed.
+        cut_share: the share of new pairs made by cutting the answer's sentences out of the paragraph.
 
     Returns:
         The new unanswerable examples.
@@ -110,6 +117,21 @@ def add_unanswerable_pairs(examples: Sequence[SquadExample], ratio: float, seed:
         if rng.random() >= ratio:
             continue
         answers = [a.text.lower() for a in ex.answers if a.text.strip()]
+        if cut_share > 0 and rng.random() < cut_share:
+            cut = without_answer_sentences(ex)
+            if cut is not None:
+                out.append(
+                    SquadExample(
+                        id=f"{ex.id}-unanswerable",
+                        title=ex.title,
+                        context=cut,
+                        question=ex.question,
+                        answers=(),
+                        is_impossible=True,
+                        article_index=ex.article_index,
+                    )
+                )
+                continue
         for _ in range(10):
             same_article = rng.random() < 0.5 and len(paragraphs[ex.article_index]) > 1
             article = ex.article_index if same_article else rng.choice(articles)
@@ -129,6 +151,21 @@ def add_unanswerable_pairs(examples: Sequence[SquadExample], ratio: float, seed:
                 )
                 break
     return out
+
+
+def without_answer_sentences(example: SquadExample, min_sentences: int = 2) -> str | None:
+    """``example``'s paragraph with every sentence that overlaps a gold answer cut out, or None when fewer
+    than ``min_sentences`` sentences are left or a gold answer's text still occurs in what is left."""
+    spans = sentence_spans(example.context)
+    answered = [(a.start, a.start + len(a.text)) for a in example.answers if a.text.strip()]
+    kept = [(s, e) for s, e in spans if not any(s < end and start < e for start, end in answered)]
+    if len(kept) < min_sentences or len(kept) == len(spans):
+        return None
+    text = " ".join(example.context[s:e] for s, e in kept)
+    lowered = text.lower()
+    if any(a.text.lower() in lowered for a in example.answers if a.text.strip()):
+        return None
+    return text
 
 
 def featurize(
@@ -271,7 +308,12 @@ def train(
         excluded = set(Path(config.exclude_ids_file).read_text(encoding="utf-8").split())
         examples = [ex for ex in examples if ex.id not in excluded]
     examples.extend(
-        add_unanswerable_pairs([e for e in examples if not e.is_impossible], config.negatives, config.seed)
+        add_unanswerable_pairs(
+            [e for e in examples if not e.is_impossible],
+            config.negatives,
+            config.seed,
+            cut_share=config.cut_negatives,
+        )
     )
     started = time.perf_counter()
     features = featurize(

@@ -326,6 +326,9 @@ def evaluate_squad(
     # file's own unanswerable ones included, as before); with it, the answerable kind.
     scored = answerable if split is not None else list(questions)
     e2e = evaluate_predictions(scored, end_to_end)
+    # The best candidate whatever its score: what a run that never abstains (min_score 0) would answer.
+    candidates = {r["id"]: r["candidate"] or "" for r in records}
+    e2e_all = evaluate_predictions(scored, candidates)
     reader_metrics = evaluate_predictions(scored, reader_only)
     metrics: dict[str, Any] = {
         "data": str(data_file),
@@ -343,6 +346,9 @@ def evaluate_squad(
             "f1": round(reader_metrics["f1"], 2),
         },
         "end_to_end": {k: round(v, 2) if isinstance(v, float) else v for k, v in e2e.items()},
+        "end_to_end_never_abstain": {
+            k: round(v, 2) if isinstance(v, float) else v for k, v in e2e_all.items()
+        },
         "abstention_rate": round(100.0 * sum(r["abstained"] for r in records) / max(len(records), 1), 2),
         "latency": {k: percentiles(v) for k, v in stage_times.items()},
         "ingest": {

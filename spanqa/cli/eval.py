@@ -103,6 +103,8 @@ def eval_squad(
         "reader-only EM / F1", f"{m['reader_only']['exact_match']:.1f} / {m['reader_only']['f1']:.1f}"
     )
     table.add_row("end-to-end EM / F1", f"{m['end_to_end']['exact_match']:.1f} / {m['end_to_end']['f1']:.1f}")
+    never = m["end_to_end_never_abstain"]
+    table.add_row("  never abstaining (min score 0)", f"{never['exact_match']:.1f} / {never['f1']:.1f}")
     table.add_row("abstention rate", f"{m['abstention_rate']:.1f}%")
     for stage, values in m["latency"].items():
         table.add_row(f"{stage} p50 / p95 ms", f"{values['p50_ms']:.0f} / {values['p95_ms']:.0f}")

@@ -87,6 +87,13 @@ def reader_group() -> None:
     help="Unanswerable pairs added per question (teaches abstention).",
 )
 @click.option(
+    "--cut-negatives",
+    type=float,
+    default=TRAIN_DEFAULTS["cut_negatives"],
+    show_default=True,
+    help="Share of those pairs that keep the question's own paragraph with its answer's sentences cut out.",
+)
+@click.option(
     "--exclude-ids", type=click.Path(exists=True, dir_okay=False), help="File of question ids to leave out."
 )
 @click.option("--time-limit", type=float, help="Minutes; then checkpoint and stop (continue with --resume).")
@@ -127,6 +134,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         eval_file=options["eval_file"],
         eval_limit=options["eval_limit"],
         negatives=options["negatives"],
+        cut_negatives=options["cut_negatives"],
         exclude_ids_file=options["exclude_ids"],
         time_limit_minutes=options["time_limit"],
         threads=options["threads"],

@@ -5,13 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from reader.squad import load_squad
+from reader.squad import SquadAnswer, SquadExample, load_squad
 from reader.training import (
     TrainConfig,
     add_unanswerable_pairs,
     featurize,
     length_grouped_batches,
     train,
+    without_answer_sentences,
 )
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json"
@@ -194,3 +195,50 @@ def test_cli_train_rejects_a_device_torch_cannot_use(tmp_path: Path) -> None:
     assert "--device" in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "run").exists()
+
+
+def _example(context: str, answer: str) -> SquadExample:
+    start = context.index(answer)
+    return SquadExample(
+        id="q1",
+        title="t",
+        context=context,
+        question="When did it open?",
+        answers=(SquadAnswer(answer, start),),
+    )
+
+
+def test_the_answer_sentence_is_cut_out_and_the_rest_kept() -> None:
+    ex = _example(
+        "The museum is in Paris. It opened in 1793. It holds paintings. Its director is Ms. Kay.", "1793"
+    )
+    assert (
+        without_answer_sentences(ex) == "The museum is in Paris. It holds paintings. Its director is Ms. Kay."
+    )
+
+
+def test_no_cut_when_the_answer_is_found_again_or_too_little_is_left() -> None:
+    again = _example("It opened in 1793. Works came in 1793 too. It holds paintings.", "1793")
+    assert without_answer_sentences(again) is None  # "1793" is still in the second sentence
+    short = _example("It opened in 1793. It holds paintings.", "1793")
+    assert without_answer_sentences(short) is None
+
+
+def test_cut_negatives_keep_the_question_with_its_paragraph_less_the_answer() -> None:
+    examples = load_squad(FIXTURE)
+    negatives = add_unanswerable_pairs(examples, 1.0, seed=3, cut_share=1.0)
+    by_id = {e.id: e for e in examples}
+    cut = [
+        n
+        for n in negatives
+        if without_answer_sentences(by_id[n.id.removesuffix("-unanswerable")]) == n.context
+    ]
+    assert cut, "no pair was made by cutting the answer's sentence out"
+    for n in negatives:
+        original = by_id[n.id.removesuffix("-unanswerable")]
+        assert n.is_impossible and not n.answers and n.question == original.question
+        assert not any(a.text.lower() in n.context.lower() for a in original.answers)
+    # Without cut_share the pairs are those of before (the random stream is not touched).
+    assert add_unanswerable_pairs(examples, 1.0, seed=3) == add_unanswerable_pairs(
+        examples, 1.0, seed=3, cut_share=0.0
+    )

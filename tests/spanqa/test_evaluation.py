@@ -51,8 +51,10 @@ def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, t
     assert metrics["questions"] == 5 and metrics["articles"] == 2 and metrics["chunks"] > 0
     recalls = [metrics["recall"][f"@{k}"] for k in (1, 5, 10, 20)]
     assert recalls == sorted(recalls) and all(0 <= r <= 100 for r in recalls)
-    for block in ("reader_only", "end_to_end"):
+    for block in ("reader_only", "end_to_end", "end_to_end_never_abstain"):
         assert 0 <= metrics[block]["exact_match"] <= metrics[block]["f1"] <= 100
+    # An abstention is never right, so answering every question can only score as high or higher.
+    assert metrics["end_to_end_never_abstain"]["f1"] >= metrics["end_to_end"]["f1"]
     assert set(metrics["latency"]) == {"encode", "search", "read", "total"}
     assert 0 <= metrics["abstention_rate"] <= 100 and metrics["ingest"]["failed"] == 0
     lines = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
