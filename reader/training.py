@@ -6,6 +6,7 @@ stretches (a checkpoint every N steps; ``resume`` carries on from the exact batc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -116,22 +117,16 @@ def add_unanswerable_pairs(
     for ex in examples:
         if rng.random() >= ratio:
             continue
-        answers = [a.text.lower() for a in ex.answers if a.text.strip()]
         if cut_share > 0 and rng.random() < cut_share:
             cut = without_answer_sentences(ex)
             if cut is not None:
                 out.append(
-                    SquadExample(
-                        id=f"{ex.id}-unanswerable",
-                        title=ex.title,
-                        context=cut,
-                        question=ex.question,
-                        answers=(),
-                        is_impossible=True,
-                        article_index=ex.article_index,
+                    dataclasses.replace(
+                        ex, id=f"{ex.id}-unanswerable", context=cut, answers=(), is_impossible=True
                     )
                 )
                 continue
+        answers = [a.text.lower() for a in ex.answers if a.text.strip()]
         for _ in range(10):
             same_article = rng.random() < 0.5 and len(paragraphs[ex.article_index]) > 1
             article = ex.article_index if same_article else rng.choice(articles)
@@ -144,7 +139,6 @@ def add_unanswerable_pairs(
                         title=ex.title,
                         context=context,
                         question=ex.question,
-                        answers=(),
                         is_impossible=True,
                         article_index=article,
                     )
