@@ -6,7 +6,6 @@ stretches (a checkpoint every N steps; ``resume`` carries on from the exact batc
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -120,11 +119,7 @@ def add_unanswerable_pairs(
         if cut_share > 0 and rng.random() < cut_share:
             cut = without_answer_sentences(ex)
             if cut is not None:
-                out.append(
-                    dataclasses.replace(
-                        ex, id=f"{ex.id}-unanswerable", context=cut, answers=(), is_impossible=True
-                    )
-                )
+                out.append(_unanswerable(ex, cut, ex.article_index))
                 continue
         answers = [a.text.lower() for a in ex.answers if a.text.strip()]
         for _ in range(10):
@@ -133,33 +128,34 @@ def add_unanswerable_pairs(
             context = rng.choice(paragraphs[article])
             lowered = context.lower()
             if context != ex.context and not any(a in lowered for a in answers):
-                out.append(
-                    SquadExample(
-                        id=f"{ex.id}-unanswerable",
-                        title=ex.title,
-                        context=context,
-                        question=ex.question,
-                        is_impossible=True,
-                        article_index=article,
-                    )
-                )
+                out.append(_unanswerable(ex, context, article))
                 break
     return out
+
+
+def _unanswerable(example: SquadExample, context: str, article: int) -> SquadExample:
+    """``example``'s question asked of ``context``, a text of ``article`` that lacks its answer."""
+    return SquadExample(
+        id=f"{example.id}-unanswerable",
+        title=example.title,
+        context=context,
+        question=example.question,
+        is_impossible=True,
+        article_index=article,
+    )
 
 
 def without_answer_sentences(example: SquadExample, min_sentences: int = 2) -> str | None:
     """``example``'s paragraph with every sentence that overlaps a gold answer cut out, or None when fewer
     than ``min_sentences`` sentences are left or a gold answer's text still occurs in what is left."""
+    golds = [a for a in example.answers if a.text.strip()]
     spans = sentence_spans(example.context)
-    answered = [(a.start, a.start + len(a.text)) for a in example.answers if a.text.strip()]
-    kept = [(s, e) for s, e in spans if not any(s < end and start < e for start, end in answered)]
+    kept = [(s, e) for s, e in spans if not any(s < a.start + len(a.text) and a.start < e for a in golds)]
     if len(kept) < min_sentences or len(kept) == len(spans):
         return None
     text = " ".join(example.context[s:e] for s, e in kept)
     lowered = text.lower()
-    if any(a.text.lower() in lowered for a in example.answers if a.text.strip()):
-        return None
-    return text
+    return None if any(a.text.lower() in lowered for a in golds) else text
 
 
 def featurize(

@@ -345,10 +345,8 @@ def evaluate_squad(
             "exact_match": round(reader_metrics["exact_match"], 2),
             "f1": round(reader_metrics["f1"], 2),
         },
-        "end_to_end": {k: round(v, 2) if isinstance(v, float) else v for k, v in e2e.items()},
-        "end_to_end_never_abstain": {
-            k: round(v, 2) if isinstance(v, float) else v for k, v in e2e_all.items()
-        },
+        "end_to_end": _rounded(e2e),
+        "end_to_end_never_abstain": _rounded(e2e_all),
         "abstention_rate": round(100.0 * sum(r["abstained"] for r in records) / max(len(records), 1), 2),
         "latency": {k: percentiles(v) for k, v in stage_times.items()},
         "ingest": {
@@ -364,6 +362,11 @@ def evaluate_squad(
         metrics["unanswerable"]["articles_left_out"] = len(split.articles_left_out)
         metrics["unanswerable"]["paragraphs_left_out"] = len(split.paragraphs_left_out)
     return EvalReport(metrics, records)
+
+
+def _rounded(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The metrics with their floats to two decimals (counts kept)."""
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in metrics.items()}
 
 
 #: Score thresholds of the coverage/accuracy curve.
