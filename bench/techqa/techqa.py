@@ -1,0 +1,466 @@
+"""spanqa-techqa: build, check and assemble the documentation QA set (questions over Debian manuals).
+
+Only questions are committed (bench/techqa/questions/*.jsonl); the documents come from the Debian packages
+listed in bench/techqa/packages.json and are rebuilt on any machine:
+
+    .venv/bin/python bench/techqa/techqa.py fetch              # apt-get download + dpkg -x into the cache
+    .venv/bin/python bench/techqa/techqa.py extract            # spanqa's own extracted text of every file
+    .venv/bin/python bench/techqa/techqa.py check              # every answer at its offset (fails loudly)
+    .venv/bin/python bench/techqa/techqa.py assemble           # per-split question files for `spanqa eval docs`
+
+The cache (``--cache``, default ``$SPANQA_TECHQA_CACHE`` or ``~/.cache/spanqa-techqa``) holds ``debs/``,
+``docs/PACKAGE/`` (the package's documentation folder, as ingested) and ``text/PACKAGE/FILE.txt`` (the text
+spanqa's loader extracts from FILE: the text the catalog stores and answers' offsets index). ``fetch`` asks
+for the exact version in packages.json and stops when the archive no longer has it; ``check`` stops when an
+answer is not at its offset, so a package or loader that moved the text is never scored silently.
+
+Question writers use ``locate`` to find an answer's offset in the extracted text:
+
+    .venv/bin/python bench/techqa/techqa.py locate bash-doc bashref.html "HISTSIZE" --near "default value"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = HERE / "packages.json"
+QUESTIONS = HERE / "questions"
+SPLITS = ("train", "dev", "test")
+MAX_ANSWER_WORDS = 8
+#: At most this many questions whose answers lie within one window of this many characters ("one page").
+PAGE_CHARS, PER_PAGE = 5000, 4
+#: A question sharing this many consecutive words with the answer's sentence copies it.
+COPIED_WORDS = 8
+KINDS = ("answerable", "unanswerable")
+
+
+def default_cache() -> Path:
+    env = os.environ.get("SPANQA_TECHQA_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "spanqa-techqa"
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    split: str
+    root: str
+    include: list[str]
+    exclude: list[str] = field(default_factory=list)
+
+
+def load_packages() -> dict[str, Package]:
+    data = json.loads(PACKAGES.read_text(encoding="utf-8"))
+    return {p["name"]: Package(**p) for p in data["packages"]}
+
+
+def _selected(names: Sequence[str]) -> list[Package]:
+    packages = load_packages()
+    unknown = [n for n in names if n not in packages]
+    if unknown:
+        raise SystemExit(f"not in packages.json: {', '.join(unknown)}")
+    return [packages[n] for n in names] if names else list(packages.values())
+
+
+# --- fetch ------------------------------------------------------------------------------------------------
+
+
+def fetch(cache: Path, packages: Sequence[Package]) -> None:
+    """Download each package at its pinned version and unpack its documentation folder into docs/NAME."""
+    debs = cache / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    for package in packages:
+        target = cache / "docs" / package.name
+        if target.is_dir():
+            print(f"{package.name}: already unpacked")
+            continue
+        found = [p for p in debs.glob(f"{package.name}_*.deb") if _deb_version(p) == package.version]
+        if not found:
+            result = subprocess.run(
+                ["apt-get", "download", f"{package.name}={package.version}"],
+                cwd=debs,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                raise SystemExit(
+                    f"{package.name}={package.version}: cannot download ({result.stderr.strip()[:200]}); "
+                    "the archive moved on: pick the new version, re-extract and re-check every question"
+                )
+            found = [p for p in debs.glob(f"{package.name}_*.deb") if _deb_version(p) == package.version]
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            subprocess.run(["dpkg", "-x", str(found[0]), tmp], check=True)
+            source = Path(tmp) / package.root
+            if not source.is_dir():
+                raise SystemExit(f"{package.name}: {package.root} is not in the package")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(source), target)
+        print(f"{package.name}: unpacked into {target}")
+
+
+def _deb_version(path: Path) -> str:
+    out = subprocess.run(
+        ["dpkg-deb", "-f", str(path), "Version"], capture_output=True, text=True, check=True
+    ).stdout
+    return out.strip()
+
+
+# --- extract ----------------------------------------------------------------------------------------------
+
+
+def package_files(cache: Path, package: Package) -> Iterator[tuple[str, Path]]:
+    """(path relative to the package's folder, file) for every file spanqa ingests with its globs."""
+    from ingest.walk import walk
+
+    root = cache / "docs" / package.name
+    if not root.is_dir():
+        raise SystemExit(f"{package.name}: not fetched (run `techqa.py fetch {package.name}`)")
+    for found in walk(root, extensions=frozenset(), include=package.include, exclude=package.exclude):
+        yield found.relative_path, found.path
+
+
+def text_path(cache: Path, package: str, relative: str) -> Path:
+    return cache / "text" / package / (relative + ".txt")
+
+
+def extract(cache: Path, packages: Sequence[Package]) -> None:
+    """Write spanqa's extracted text of every file, and FILES.tsv (file, format, characters, pages)."""
+    from ingest.loaders import LoadError, load_file
+
+    for package in packages:
+        out = cache / "text" / package.name
+        if out.exists():
+            shutil.rmtree(out)
+        rows = []
+        for relative, path in package_files(cache, package):
+            try:
+                loaded = load_file(path)
+            except LoadError as exc:
+                rows.append(f"{relative}\tfailed\t0\t0\t{exc}")
+                continue
+            target = text_path(cache, package.name, relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(loaded.text, encoding="utf-8")
+            rows.append(f"{relative}\t{loaded.format}\t{len(loaded.text)}\t{len(loaded.pages)}\t")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "FILES.tsv").write_text("file\tformat\tchars\tpages\terror\n" + "\n".join(rows) + "\n")
+        total = sum(int(r.split("\t")[2]) for r in rows)
+        print(f"{package.name}: {len(rows)} files, {total:,} characters -> {out}")
+
+
+class Texts:
+    """Extracted texts read once each."""
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+        self._texts: dict[tuple[str, str], str | None] = {}
+        self._packages: dict[str, dict[str, str]] = {}
+
+    def get(self, package: str, relative: str) -> str | None:
+        key = (package, relative)
+        if key not in self._texts:
+            path = text_path(self.cache, package, relative)
+            self._texts[key] = path.read_text(encoding="utf-8") if path.is_file() else None
+        return self._texts[key]
+
+    def package(self, package: str) -> dict[str, str]:
+        """Every extracted text of a package, by file."""
+        if package not in self._packages:
+            root = self.cache / "text" / package
+            texts = {}
+            for path in sorted(root.rglob("*.txt")):
+                relative = path.relative_to(root).as_posix()[: -len(".txt")]
+                texts[relative] = self.get(package, relative) or ""
+            self._packages[package] = texts
+        return self._packages[package]
+
+
+# --- locate -----------------------------------------------------------------------------------------------
+
+
+def locate(cache: Path, package: str, relative: str, answer: str, near: str | None, width: int = 80) -> None:
+    text = Texts(cache).get(package, relative)
+    if text is None:
+        raise SystemExit(f"no extracted text for {package}/{relative} (see text/{package}/FILES.tsv)")
+    starts = [m.start() for m in re.finditer(re.escape(answer), text)]
+    if near:
+        words = near.lower().split()
+        starts.sort(key=lambda s: -sum(w in text[max(0, s - 300) : s + 300].lower() for w in words))
+    if not starts:
+        print("not found (the answer must be copied from the extracted text, character for character)")
+    for start in starts[:10]:
+        before = text[max(0, start - width) : start].replace("\n", " ")
+        after = text[start + len(answer) : start + len(answer) + width].replace("\n", " ")
+        print(f"offset {start}: ...{before}[[{answer}]]{after}...")
+    if len(starts) > 10:
+        print(f"({len(starts) - 10} more)")
+
+
+# --- check ------------------------------------------------------------------------------------------------
+
+REQUIRED = ("id", "package", "file", "question", "answers", "kind")
+_WORD = re.compile(r"[a-z0-9]+")
+_IDENTIFIER = re.compile(r"(?:--?[A-Za-z][\w-]*|\b\w+(?:[._:/]\w+)+\b|\b[a-z]+_[a-z_]+\b|\b[A-Z][A-Z0-9_]{2,}\b)")
+
+
+@dataclass
+class Report:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError as exc:
+            raise SystemExit(f"{path}:{number}: not JSON ({exc})") from exc
+        rows[-1]["_where"] = f"{path.name}:{number}"
+    return rows
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _longest_shared_run(a: list[str], b: list[str]) -> int:
+    best = 0
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    left = max(text.rfind(". ", 0, start), text.rfind("\n", 0, start))
+    right_candidates = [i for i in (text.find(". ", end), text.find("\n", end)) if i != -1]
+    right = min(right_candidates) if right_candidates else len(text)
+    return text[left + 1 : right]
+
+
+def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
+    """Every rule of the writing brief that a script can check (see the module docstring)."""
+    packages = load_packages()
+    texts = Texts(cache)
+    report = Report()
+    seen_ids: set[str] = set()
+    per_page: Counter[tuple[str, str, int]] = Counter()
+    by_answer: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for q in rows:
+        where = f"{q.get('_where', '?')} {q.get('id', '?')}"
+        missing = [k for k in REQUIRED if k not in q]
+        if missing:
+            report.errors.append(f"{where}: missing {', '.join(missing)}")
+            continue
+        if q["id"] in seen_ids:
+            report.errors.append(f"{where}: duplicate id")
+        seen_ids.add(q["id"])
+        package = packages.get(q["package"])
+        if package is None:
+            report.errors.append(f"{where}: package {q['package']} is not in packages.json")
+            continue
+        if q["kind"] not in KINDS:
+            report.errors.append(f"{where}: kind must be one of {KINDS}")
+            continue
+        question = q["question"].strip()
+        if not question.endswith("?") or len(question.split()) < 4:
+            report.errors.append(f"{where}: not a question ({question!r})")
+        if q["kind"] == "unanswerable":
+            _check_unanswerable(q, where, texts, report)
+            report.counts["unanswerable"] += 1
+            continue
+        text = texts.get(q["package"], q["file"])
+        if text is None:
+            report.errors.append(f"{where}: no extracted text for {q['package']}/{q['file']}")
+            continue
+        answers = q["answers"]
+        if not answers or not all(isinstance(a, str) and a.strip() for a in answers) or len(answers) > 3:
+            report.errors.append(f"{where}: answers must be 1-3 non-empty strings")
+            continue
+        offset = q.get("offset")
+        first = answers[0]
+        if not isinstance(offset, int) or text[offset : offset + len(first)] != first:
+            found = text.find(first)
+            hint = f" (first occurrence at {found})" if found >= 0 else " (not in the extracted text at all)"
+            report.errors.append(f"{where}: {first!r} is not at offset {offset} of {q['file']}{hint}")
+            continue
+        if len(first.split()) > MAX_ANSWER_WORDS:
+            report.errors.append(f"{where}: the answer has more than {MAX_ANSWER_WORDS} words")
+        sentence = _sentence_around(text, offset, offset + len(first))
+        run = _longest_shared_run(_words(question), _words(sentence))
+        if run >= COPIED_WORDS:
+            report.errors.append(f"{where}: the question copies {run} words of the answer's sentence")
+        per_page[(q["package"], q["file"], offset // PAGE_CHARS)] += 1
+        by_answer[(q["package"], first.lower())].append(q)
+        _warn_ambiguous(q, where, texts, report)
+        report.counts["answerable"] += 1
+        report.counts["hard"] += bool(q.get("hard"))
+    for (package, file, window), count in per_page.items():
+        if count > PER_PAGE:
+            report.warnings.append(
+                f"{package}/{file}: {count} questions within characters {window * PAGE_CHARS}-"
+                f"{(window + 1) * PAGE_CHARS} (at most {PER_PAGE} a page)"
+            )
+    for group in by_answer.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1 :]:
+                wa, wb = set(_words(a["question"])), set(_words(b["question"]))
+                if len(wa & wb) / max(1, len(wa | wb)) > 0.6:
+                    report.errors.append(f"{a['id']} and {b['id']}: the same answer, nearly the same words")
+    return report
+
+
+def _check_unanswerable(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
+    if q["answers"]:
+        report.errors.append(f"{where}: an unanswerable question has answers")
+    terms = q.get("checked_terms") or []
+    if not terms:
+        report.errors.append(f"{where}: an unanswerable question lists no checked_terms")
+        return
+    corpus = texts.package(q["package"])
+    for term in terms:
+        hits = [f for f, t in corpus.items() if term.lower() in t.lower()]
+        if hits:
+            report.errors.append(f"{where}: checked term {term!r} occurs in {hits[0]} (+{len(hits) - 1} more)")
+
+
+def _warn_ambiguous(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
+    """A question's identifier stated in another file too: the reviewer reads whether the value agrees."""
+    identifiers = {m.group(0) for m in _IDENTIFIER.finditer(q["question"]) if len(m.group(0)) > 3}
+    if not identifiers:
+        return
+    corpus = texts.package(q["package"])
+    answer = q["answers"][0].lower()
+    for identifier in identifiers:
+        others = [
+            f
+            for f, t in corpus.items()
+            if f != q["file"] and identifier in t and answer not in t.lower()
+        ]
+        if len(others) >= 1:
+            report.warnings.append(
+                f"{where}: {identifier!r} is also in {len(others)} other file(s) without the answer, "
+                f"e.g. {others[0]}"
+            )
+
+
+# --- assemble ---------------------------------------------------------------------------------------------
+
+
+def all_questions() -> list[dict[str, Any]]:
+    rows = []
+    for path in sorted(QUESTIONS.glob("*.jsonl")):
+        rows.extend(read_jsonl(path))
+    return rows
+
+
+def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
+    """Write techqa-SPLIT.json in the shape `spanqa eval docs` reads, files named PACKAGE/FILE."""
+    packages = load_packages()
+    splits: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
+    for q in rows:
+        package = packages[q["package"]]
+        record: dict[str, Any] = {
+            "id": q["id"],
+            "question": q["question"],
+            "answers": q["answers"] if q["kind"] == "answerable" else [],
+            "file": f"{q['package']}/{q['file']}",
+        }
+        if q["kind"] == "answerable":
+            record["offset"] = q["offset"]
+            record["hard"] = bool(q.get("hard"))
+        splits[package.split].append(record)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for split, records in splits.items():
+        names = sorted({p.name for p in packages.values() if p.split == split})
+        data = {
+            "name": f"spanqa-techqa {split}",
+            "about": "Questions over Debian documentation packages (bench/techqa); files are PACKAGE/FILE "
+            "under the cache's docs/ folder; the documents are not included.",
+            "packages": names,
+            "questions": records,
+        }
+        (out_dir / f"techqa-{split}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return {split: len(records) for split, records in splits.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, default=default_cache())
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("fetch", "extract"):
+        p = sub.add_parser(name)
+        p.add_argument("packages", nargs="*")
+    p = sub.add_parser("locate")
+    p.add_argument("package")
+    p.add_argument("file")
+    p.add_argument("answer")
+    p.add_argument("--near")
+    p = sub.add_parser("check")
+    p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
+    p.add_argument("--quiet-warnings", action="store_true")
+    p = sub.add_parser("assemble")
+    p.add_argument("--out", type=Path, default=None, help="default: CACHE/sets")
+    args = parser.parse_args(argv)
+
+    if args.command == "fetch":
+        fetch(args.cache, _selected(args.packages))
+    elif args.command == "extract":
+        extract(args.cache, _selected(args.packages))
+    elif args.command == "locate":
+        locate(args.cache, args.package, args.file, args.answer, args.near)
+    elif args.command == "check":
+        rows = []
+        for path in args.files or sorted(QUESTIONS.glob("*.jsonl")):
+            rows.extend(read_jsonl(path))
+        report = check_questions(args.cache, rows)
+        if not args.quiet_warnings:
+            for line in report.warnings:
+                print("warning:", line)
+        for line in report.errors:
+            print("ERROR:", line)
+        total = len(rows)
+        print(
+            f"{total} questions: {report.counts['answerable']} answerable ({report.counts['hard']} hard), "
+            f"{report.counts['unanswerable']} unanswerable; {len(report.errors)} errors, "
+            f"{len(report.warnings)} warnings"
+        )
+        return 1 if report.errors else 0
+    elif args.command == "assemble":
+        rows = all_questions()
+        report = check_questions(args.cache, rows)
+        if report.errors:
+            print("\n".join(report.errors[:20]))
+            raise SystemExit(f"{len(report.errors)} questions fail the check: nothing assembled")
+        counts = assemble(rows, args.out or args.cache / "sets")
+        print(json.dumps(counts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
