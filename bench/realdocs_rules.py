@@ -1,7 +1,7 @@
 """The real-documents dev set and its scoring rules, shared by bench/realdocs.py and its Haystack peer.
 
-Imports nothing of spanqa (the peer runs in Haystack's own venv): the SQuAD answer normalization is passed
-in by the caller.
+Imports nothing of spanqa but ``reader.squad``'s answer rule, which needs only the standard library (the peer
+runs in Haystack's own venv): the SQuAD answer normalization is passed in by the caller.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from reader.squad import answer_matches
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "realdocs" / "git-doc-questions.json"
 METRICS = ("page_top5", "chunk_top1", "chunk_top5", "chunk_top10", "answer_right", "answer_any")
@@ -64,23 +66,6 @@ def contains_answer(passage_text: str, answers: list[str]) -> bool:
         before = r"(?<![0-9a-z])" if answer[0].isalnum() else ""
         after = r"(?![0-9a-z])" if answer[-1].isalnum() else ""
         if re.search(before + re.escape(answer) + after, text):
-            return True
-    return False
-
-
-def answer_matches(prediction: str, answers: list[str], normalize: Callable[[str], str]) -> bool:
-    """The rule of ``answer_right``: normalized equal, or containment with at least half the words."""
-    got = normalize(prediction)
-    if not got:
-        return False
-    for answer in answers:
-        gold = normalize(answer)
-        if not gold:
-            continue
-        if got == gold:
-            return True
-        shorter, longer = sorted((got, gold), key=len)
-        if shorter in longer and 2 * len(shorter.split()) >= len(longer.split()):
             return True
     return False
 

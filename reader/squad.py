@@ -10,7 +10,7 @@ import collections
 import json
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +114,27 @@ def f1_score(prediction: str, gold: str) -> float:
     precision = overlap / len(pred_tokens)
     recall = overlap / len(gold_tokens)
     return 2 * precision * recall / (precision + recall)
+
+
+def answer_matches(
+    prediction: str, golds: Iterable[str], normalize: Callable[[str], str] = normalize_answer
+) -> bool:
+    """Whether an answer to a documentation question is right: after ``normalize``, equal to a gold answer,
+    or one contains the other and the shorter has at least half the words of the longer ("--force-with-lease"
+    matches "force-with-lease"; "hourly" does not match "on an hourly basis")."""
+    got = normalize(prediction)
+    if not got:
+        return False
+    for answer in golds:
+        gold = normalize(answer)
+        if not gold:
+            continue
+        if got == gold:
+            return True
+        shorter, longer = sorted((got, gold), key=len)
+        if shorter in longer and 2 * len(shorter.split()) >= len(longer.split()):
+            return True
+    return False
 
 
 def score_prediction(prediction: str, golds: Iterable[str]) -> tuple[float, float]:

@@ -6,7 +6,7 @@ listed in bench/techqa/packages.json and are rebuilt on any machine:
     .venv/bin/python bench/techqa/techqa.py fetch              # apt-get download + dpkg -x into the cache
     .venv/bin/python bench/techqa/techqa.py extract            # spanqa's own extracted text of every file
     .venv/bin/python bench/techqa/techqa.py check              # every answer at its offset (fails loudly)
-    .venv/bin/python bench/techqa/techqa.py assemble           # per-split question files for `spanqa eval docs`
+    .venv/bin/python bench/techqa/techqa.py assemble           # per-split files for `spanqa eval docs`
 
 The cache (``--cache``, default ``$SPANQA_TECHQA_CACHE`` or ``~/.cache/spanqa-techqa``) holds ``debs/``,
 ``docs/PACKAGE/`` (the package's documentation folder, as ingested) and ``text/PACKAGE/FILE.txt`` (the text
@@ -216,7 +216,9 @@ def locate(cache: Path, package: str, relative: str, answer: str, near: str | No
 
 REQUIRED = ("id", "package", "file", "question", "answers", "kind")
 _WORD = re.compile(r"[a-z0-9]+")
-_IDENTIFIER = re.compile(r"(?:--?[A-Za-z][\w-]*|\b\w+(?:[._:/]\w+)+\b|\b[a-z]+_[a-z_]+\b|\b[A-Z][A-Z0-9_]{2,}\b)")
+_IDENTIFIER = re.compile(
+    r"(?:--?[A-Za-z][\w-]*|\b\w+(?:[._:/]\w+)+\b|\b[a-z]+_[a-z_]+\b|\b[A-Z][A-Z0-9_]{2,}\b)"
+)
 
 
 @dataclass
@@ -346,7 +348,9 @@ def _check_unanswerable(q: dict[str, Any], where: str, texts: Texts, report: Rep
     for term in terms:
         hits = [f for f, t in corpus.items() if term.lower() in t.lower()]
         if hits:
-            report.errors.append(f"{where}: checked term {term!r} occurs in {hits[0]} (+{len(hits) - 1} more)")
+            report.errors.append(
+                f"{where}: checked term {term!r} occurs in {hits[0]} (+{len(hits) - 1} more)"
+            )
 
 
 def _warn_ambiguous(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
@@ -358,9 +362,7 @@ def _warn_ambiguous(q: dict[str, Any], where: str, texts: Texts, report: Report)
     answer = q["answers"][0].lower()
     for identifier in identifiers:
         others = [
-            f
-            for f, t in corpus.items()
-            if f != q["file"] and identifier in t and answer not in t.lower()
+            f for f, t in corpus.items() if f != q["file"] and identifier in t and answer not in t.lower()
         ]
         if len(others) >= 1:
             report.warnings.append(
@@ -410,7 +412,9 @@ def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cache", type=Path, default=default_cache())
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("fetch", "extract"):

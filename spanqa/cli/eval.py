@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -117,3 +118,110 @@ def eval_squad(
         table.add_row("calibration error (ECE)", f"{u['ece']:.3f}")
     console().print(table)
     click.echo(f"report: {metrics_file}\nper question: {questions_file}")
+
+
+@eval_group.command("docs")
+@click.argument("questions", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Write report.json, questions.jsonl and reliability.svg here.",
+)
+@click.option("--limit", type=click.IntRange(1), help="Ask only the first N questions.")
+@json_option("the metrics")
+@click.pass_context
+@friendly_errors
+def eval_docs(
+    ctx: click.Context,
+    questions: str,
+    passages: int | None,
+    out_dir: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Your documents, your questions: ask every question of QUESTIONS over the ingested documents.
+
+    QUESTIONS is JSON: a list (or {"questions": [...]}, or JSON lines) of {"question", "answers": [...],
+    "file", "offset"}, with "answers": [] or "unanswerable": true for a question the documents do not answer
+    (see docs/evaluation.md). Reports the top answer right, right among those shown, the answer's passage at
+    ranks 1/5/10, questions declined, the score's calibration error (ECE), and each by file kind.
+    """
+    from spanqa.docs_eval import evaluate_docs, read_doc_questions, reliability_svg
+    from spanqa.evaluation import write_report
+
+    settings = settings_from(ctx)
+    asked = read_doc_questions(questions)[:limit]
+    if not settings.data_dir.is_dir() and settings.qdrant_url is None:
+        raise UserError(f"no spanqa data folder at {settings.data_dir}: ingest your documents first")
+    with (
+        Runtime(settings) as runtime,
+        progress_bar("asking", remaining=True, disable=as_json) as progress,
+    ):
+        if runtime.catalog.counts()["chunks"] == 0:
+            raise UserError("nothing is indexed: `spanqa ingest` your documents first")
+        task = progress.add_task("asking", total=len(asked))
+        report = evaluate_docs(
+            runtime,
+            asked,
+            passages=passages,
+            source=questions,
+            on_progress=lambda n: progress.advance(task, n),
+        )
+    if out_dir:
+        out = Path(out_dir)
+        metrics_file, questions_file = write_report(report, out)
+        (out / "reliability.svg").write_text(reliability_svg(report.per_question, Path(questions).name))
+    if as_json:
+        print_json(report.metrics)
+        return
+    _print_docs_report(report.metrics)
+    if out_dir:
+        click.echo(f"report: {metrics_file}\nper question: {questions_file}\nplot: {out / 'reliability.svg'}")
+
+
+def _print_docs_report(m: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    def cell(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    groups = {"all": m, **{f"  {kind}": values for kind, values in m["by_kind"].items()}}
+    if m["hard"]["answerable"]:
+        groups["  hard"] = m["hard"]
+    table = Table(
+        title=f"{m['questions']} questions ({m['answerable']} answerable), min score {m['min_score']:g}",
+        show_edge=False,
+    )
+    for column in (
+        "",
+        "questions",
+        "top right",
+        "right shown",
+        "passage@1/5/10",
+        "declined",
+        "no-answer ok",
+        "ECE",
+    ):
+        table.add_column(column, justify="left" if not column else "right")
+    for name, g in groups.items():
+        table.add_row(
+            name,
+            f"{g['answerable']}+{g['unanswerable']}",
+            cell(g["top_right"]),
+            cell(g["right_among_shown"]),
+            "/".join(cell(g[f"passage_at_{k}"], 0) for k in (1, 5, 10)),
+            cell(g["answerable_declined"]),
+            cell(g["unanswerable_declined"]),
+            cell(g["ece"], 3),
+        )
+    console().print(table)
+    if m["files_not_indexed_count"]:
+        click.echo(
+            f"warning: {m['files_not_indexed_count']} named files are not indexed "
+            f"(e.g. {m['files_not_indexed'][0]}): their passages never count as found",
+            err=True,
+        )
