@@ -18,7 +18,7 @@ import numpy as np
 
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
-from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, load_file, looks_like_text
+from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, NotADocument, load_file, looks_like_text
 from ingest.walk import FoundFile, inside, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
@@ -30,6 +30,8 @@ from spanqa.types import Chunk, Document, DocumentStatus, IndexVersion
 logger = logging.getLogger(__name__)
 
 NEW, CHANGED, UNCHANGED, FAILED, PRUNED = "new", "changed", "unchanged", "failed", "pruned"
+#: A file with nothing of its own to index (a man page alias): not failed, counted under its reason.
+SKIPPED = "skipped"
 #: Near neighbours weighed per chunk when folding near-duplicates (the nearest may state other numbers).
 FOLD_CANDIDATES = 3
 #: Chunks of one batch compared with each other at once (a block of cosines, not one row at a time).
@@ -311,6 +313,8 @@ class IngestJob:
             return FileOutcome(path, UNCHANGED, existing.num_chunks)
         try:
             loaded = load_file(item.path, max_bytes=self.max_file_bytes)
+        except NotADocument as exc:
+            return self._skip(item, str(exc), existing)
         except LoadError as exc:
             return self._fail(item, str(exc), size=stat.st_size, mtime=stat.st_mtime)
         document_id = document_id_for(path)
@@ -424,6 +428,16 @@ class IngestJob:
                         break
                 labels.append(label)
         return labels
+
+    def _skip(self, item: FoundFile, reason: str, existing: Document | None) -> FileOutcome:
+        """A file with nothing to index: counted under its reason; a version indexed before is dropped."""
+        if existing is not None and existing.status != DocumentStatus.DELETED:
+            active = self.catalog.active_index()
+            if active is not None and self.index.has_collection(active.collection):
+                self.index.delete_document(active.collection, existing.id)
+            self.catalog.mark_deleted(existing.id)
+        self.skipped[reason.split(" (", 1)[0]] += 1
+        return FileOutcome(str(item.path), SKIPPED, 0, reason)
 
     def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:
         """Record a file that cannot be loaded; a version indexed before stops answering (points dropped)."""

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.manpage import MAN_NAME, ManLinkError, ManPageError, gunzip, looks_like_man
+from ingest.manpage import to_html as man_to_html
 from spanqa.errors import SpanqaError, first_line
 from spanqa.types import page_at
 
@@ -33,6 +35,7 @@ MB = 1_000_000
 """Bytes per megabyte in size messages (as in ``max_bytes = int(settings.max_file_mb * MB)``)."""
 
 HEAD_BYTES = 8192
+GZIP_MAGIC = b"\x1f\x8b"
 DOCX_MAX_UNPACKED = 200 * MB
 """A .docx unpacking to more than this is refused before it is parsed (a zip bomb stays small on disk)."""
 """How many leading bytes ``load_file`` hands to ``detect_format`` (callers sniffing files: read as many)."""
@@ -70,6 +73,10 @@ NAV_LINK_SHARE = 0.8
 
 class LoadError(SpanqaError):
     """A file that cannot be loaded; ``str(exc)`` is a one-line, user-facing reason (no traceback text)."""
+
+
+class NotADocument(LoadError):
+    """A file with nothing of its own to index (a man page that only points at another): skipped."""
 
 
 @dataclass(frozen=True)
@@ -295,7 +302,14 @@ def _sniff_head(head: bytes) -> str | None:
 
 
 def looks_like_text(path: Path) -> bool:
-    """Whether a file of no supported extension holds text that spanqa can read (by its first bytes)."""
+    """Whether a file of no supported extension holds text that spanqa can read (by its first bytes): text,
+    or a gzipped man page (``ls.1.gz``)."""
+    if MAN_NAME.search(path.name) and path.suffix.lower() == ".gz":
+        try:
+            with path.open("rb") as fh:
+                return fh.read(2) == GZIP_MAGIC
+        except OSError:
+            return False
     if path.suffix.lower() in BINARY_EXTENSIONS or not path.is_file():
         return False
     try:
@@ -328,10 +342,13 @@ def detect_format(path: Path, head: bytes) -> str | None:
         head: the first bytes of the file (``HEAD_BYTES`` of them is plenty).
 
     Returns:
-        "txt", "md", "html", "pdf" or "docx" ("txt" for any other text); None when the content is binary
+        "txt", "md", "html", "pdf", "docx" or "man" (troff man/mdoc source, or a gzipped man page by its
+        name); "txt" for any other text; None when the content is binary
         (NUL bytes, undecodable, another zip type).
     """
     ext_format = _EXTENSION_FORMATS.get(path.suffix.lower())
+    if head.startswith(GZIP_MAGIC) and MAN_NAME.search(path.name):
+        return "man"
     if head.lstrip(b" \t\r\n\x0c").startswith(b"%PDF-"):
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
@@ -346,6 +363,8 @@ def detect_format(path: Path, head: bytes) -> str | None:
         return ext_format
     if text is None:
         return None
+    if ext_format in (None, "txt") and looks_like_man(path.name, text[:2048]):
+        return "man"
     # Text of a type without a loader of its own (an extensionless README, .csv, .json, source code) is
     # read as plain text.
     return ext_format or "txt"
@@ -1072,6 +1091,11 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
             text, pages = _normalize_pages(page_texts)
             blocks = _page_blocks(text, pages, outline)
             text = unwrap_lines(text, blocks)
+        elif fmt == "man":
+            source, encoding = _decode_text(gunzip(data) if data.startswith(GZIP_MAGIC) else data)
+            walked = _html_walk(man_to_html(source))
+            text, source_index = normalize_whitespace(walked.text)
+            blocks = _map_blocks(walked.blocks, text, source_index)
         elif fmt == "docx":
             raw, raw_blocks = _joined_blocks(_docx_blocks(data))
             text, source_index = normalize_whitespace(raw)
@@ -1088,6 +1112,10 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
                 text = unwrap_lines(text, blocks)
     except LoadError:
         raise
+    except ManLinkError as exc:
+        raise NotADocument(str(exc)) from exc
+    except ManPageError as exc:
+        raise LoadError(f"cannot read the man page: {exc}") from exc
     except RecursionError as exc:
         raise LoadError(f"cannot parse {fmt}: too deeply nested") from exc
     except Exception as exc:  # a parser bug or an odd file: never let a traceback reach the user

@@ -371,6 +371,24 @@ def _warn_ambiguous(q: dict[str, Any], where: str, texts: Texts, report: Report)
             )
 
 
+# --- ingest -----------------------------------------------------------------------------------------------
+
+
+def ingest(cache: Path, split: str, data_dir: Path) -> None:
+    """Ingest a split's packages into ``data_dir`` with each package's globs (the spanqa command a user runs)."""
+    for package in load_packages().values():
+        if package.split != split:
+            continue
+        command = [sys.executable, "-m", "spanqa.cli", "--data-dir", str(data_dir), "ingest", "--no-prune"]
+        for pattern in package.include:
+            command += ["--include", pattern]
+        for pattern in package.exclude:
+            command += ["--exclude", pattern]
+        command.append(str(cache / "docs" / package.name))
+        print(f"{package.name}: {' '.join(command[3:])}", flush=True)
+        subprocess.run(command, check=True)
+
+
 # --- assemble ---------------------------------------------------------------------------------------------
 
 
@@ -428,6 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("check")
     p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p.add_argument("--quiet-warnings", action="store_true")
+    p = sub.add_parser("ingest")
+    p.add_argument("split", choices=SPLITS)
+    p.add_argument("--data-dir", type=Path, required=True)
     p = sub.add_parser("assemble")
     p.add_argument("--out", type=Path, default=None, help="default: CACHE/sets")
     args = parser.parse_args(argv)
@@ -455,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(report.warnings)} warnings"
         )
         return 1 if report.errors else 0
+    elif args.command == "ingest":
+        ingest(args.cache, args.split, args.data_dir)
     elif args.command == "assemble":
         rows = all_questions()
         report = check_questions(args.cache, rows)

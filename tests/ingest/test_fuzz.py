@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ingest.chunker import chunk_blocks
 from ingest.loaders import LoadedText, LoadError, load_file
 
-EXTENSIONS = ["", ".txt", ".md", ".html", ".pdf", ".docx", ".rst", ".csv", ".json"]
+EXTENSIONS = ["", ".txt", ".md", ".html", ".pdf", ".docx", ".rst", ".csv", ".json", ".1", ".8.gz"]
 HOSTILE = [
     "\x00",
     "\ufeff",
@@ -40,6 +40,17 @@ HOSTILE = [
     "\t",
     "%PDF-",
     "PK\x03\x04",
+    "\n.TH X 1\n",
+    "\n.SH ",
+    "\n.TP\n",
+    "\\fB",
+    "\\(",
+    "\\*[",
+    "\n.It Xo\n",
+    "\n.Bl -tag\n",
+    "\n.de X\n",
+    "\n.TS\n",
+    "\n.nf\n",
 ]
 TEXT = st.lists(
     st.one_of(
@@ -99,6 +110,18 @@ def test_random_bytes_under_any_name(tmp_path: Path, tokenizer: Any, data: bytes
 def test_hostile_text(tmp_path: Path, tokenizer: Any, text: str, extension: str, encoding: str) -> None:
     path = tmp_path / f"hostile{extension}"
     path.write_bytes(text.encode(encoding, errors="replace"))
+    _load(path, tokenizer)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=TEXT, gzipped=st.booleans())
+def test_hostile_man_pages(tmp_path: Path, tokenizer: Any, text: str, gzipped: bool) -> None:
+    """Unbalanced macros, stray escapes, an unclosed .de or .TS: exact slices or a one-line LoadError."""
+    import gzip
+
+    data = (".TH FUZZ 1\n" + text).encode("utf-8", errors="replace")
+    path = tmp_path / ("fuzz.1.gz" if gzipped else "fuzz.1")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
     _load(path, tokenizer)
 
 
