@@ -371,6 +371,20 @@ def _warn_ambiguous(q: dict[str, Any], where: str, texts: Texts, report: Report)
             )
 
 
+# --- review sample ------------------------------------------------------------------------------------------
+
+SAMPLE_SHARE, SAMPLE_MIN = 0.10, 8
+
+
+def review_sample(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reviewer's 10% (at least 8): the questions whose SHA-1 of the id sorts first, so anyone redraws it."""
+    import hashlib
+
+    count = max(SAMPLE_MIN, round(SAMPLE_SHARE * len(rows)))
+    ranked = sorted(rows, key=lambda q: hashlib.sha1(q["id"].encode()).hexdigest())
+    return ranked[:count]
+
+
 # --- ingest -----------------------------------------------------------------------------------------------
 
 
@@ -446,6 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("check")
     p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p.add_argument("--quiet-warnings", action="store_true")
+    p = sub.add_parser("sample")
+    p.add_argument("package")
     p = sub.add_parser("ingest")
     p.add_argument("split", choices=SPLITS)
     p.add_argument("--data-dir", type=Path, required=True)
@@ -476,6 +492,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(report.warnings)} warnings"
         )
         return 1 if report.errors else 0
+    elif args.command == "sample":
+        for q in review_sample(read_jsonl(QUESTIONS / f"{args.package}.jsonl")):
+            q.pop("_where", None)
+            print(json.dumps(q, ensure_ascii=False))
     elif args.command == "ingest":
         ingest(args.cache, args.split, args.data_dir)
     elif args.command == "assemble":
