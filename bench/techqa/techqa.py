@@ -377,7 +377,7 @@ SAMPLE_SHARE, SAMPLE_MIN = 0.10, 8
 
 
 def review_sample(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The reviewer's 10% (at least 8): the questions whose SHA-1 of the id sorts first, so anyone redraws it."""
+    """The reviewer's 10% (at least 8): the questions whose SHA-1 of the id sorts first."""
     import hashlib
 
     count = max(SAMPLE_MIN, round(SAMPLE_SHARE * len(rows)))
@@ -385,11 +385,125 @@ def review_sample(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return ranked[:count]
 
 
+# --- reader training pairs ----------------------------------------------------------------------------------
+
+
+class Passages:
+    """Each file's passages as the reader reads them at answer time (spanqa's loader, chunker at the default
+    sizes and heading prefix): the same ``reader_input`` the pipeline builds."""
+
+    def __init__(self, cache: Path) -> None:
+        from retriever.encoder import SentenceEncoder
+        from spanqa.settings import Settings
+
+        self.cache = cache
+        self.tokenizer = SentenceEncoder(model=Settings.retriever_model).tokenizer
+        self._read: dict[tuple[str, str], list[Any]] = {}
+
+    def of(self, package: str, relative: str) -> list[Any]:
+        from ingest.chunker import chunk_blocks
+        from ingest.loaders import load_file
+        from reader.answers import reader_input
+        from spanqa.docqa import _passage
+        from spanqa.settings import Settings
+
+        key = (package, relative)
+        if key not in self._read:
+            loaded = load_file(self.cache / "docs" / package / relative)
+            spans = chunk_blocks(
+                loaded.text,
+                loaded.blocks,
+                self.tokenizer,
+                chunk_tokens=Settings.chunk_tokens,
+                overlap_tokens=Settings.chunk_overlap,
+            )
+            self._read[key] = [reader_input(_passage(loaded.text, span)) for span in spans]
+        return self._read[key]
+
+
+def _overlap(question: str, text: str) -> int:
+    words = {w for w in _words(question) if len(w) > 2}
+    return len(words & set(_words(text)))
+
+
+def training_pairs(
+    cache: Path, rows: list[dict[str, Any]], *, negatives: int, seed: int
+) -> list[dict[str, Any]]:
+    """SQuAD 2.0-format articles (one per package) of the questions' passages, as the reader reads them.
+
+    An answerable question is asked of the passage that holds its answer at its offset (the answer's place in
+    the reader's input, never in the heading path), and of up to ``negatives`` passages of the same file that
+    share the most words with it but lack every acceptable answer (unanswerable pairs: the neighbouring entry
+    a prose-trained reader answers from). An unanswerable question is asked of its file's ``negatives + 1``
+    most similar passages.
+    """
+    import random
+
+    rng = random.Random(seed)
+    passages = Passages(cache)
+    by_package: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for q in rows:
+        try:
+            read = passages.of(q["package"], q["file"])
+        except Exception as exc:  # a file spanqa cannot load: say which, keep going
+            print(f"skipped {q['id']}: {exc}", file=sys.stderr)
+            continue
+        contexts = by_package[q["package"]]
+        base = {"question": q["question"]}
+        answers = [a.lower() for a in q["answers"]]
+        ranked = sorted(
+            range(len(read)), key=lambda i: (-_overlap(q["question"], read[i].text), rng.random())
+        )
+        if q["kind"] == "answerable":
+            start, end = q["offset"], q["offset"] + len(q["answers"][0])
+            holders = [i for i, r in enumerate(read) if r.answer_offset(start, end) is not None]
+            if not holders:
+                print(f"skipped {q['id']}: its answer is in no passage the reader reads", file=sys.stderr)
+                continue
+            at = read[holders[0]].answer_offset(start, end)
+            contexts[read[holders[0]].text].append(
+                {"id": q["id"], **base, "answers": [{"text": q["answers"][0], "answer_start": at}]}
+            )
+            others = [i for i in ranked if not any(a in read[i].text.lower() for a in answers)]
+        else:
+            others = ranked[: negatives + 1]
+        for n, i in enumerate(others[: negatives if q["kind"] == "answerable" else negatives + 1]):
+            contexts[read[i].text].append(
+                {"id": f"{q['id']}-none{n}", **base, "answers": [], "is_impossible": True}
+            )
+    data = []
+    for package, contexts in sorted(by_package.items()):
+        paragraphs = [{"context": c, "qas": qas} for c, qas in contexts.items()]
+        rng.shuffle(paragraphs)
+        data.append({"title": f"techqa/{package}", "paragraphs": paragraphs})
+    return data
+
+
+def mixed_with_squad(
+    data: list[dict[str, Any]], squad: Path, questions: int, seed: int
+) -> list[dict[str, Any]]:
+    """``data`` plus about ``questions`` SQuAD questions (whole paragraphs), so the reader keeps its prose."""
+    import random
+
+    rng = random.Random(seed)
+    articles = json.loads(squad.read_text(encoding="utf-8"))["data"]
+    pool = [(a["title"], p) for a in articles for p in a["paragraphs"]]
+    rng.shuffle(pool)
+    taken = 0
+    by_title: dict[str, list[Any]] = defaultdict(list)
+    for title, paragraph in pool:
+        if taken >= questions:
+            break
+        by_title[title].append(paragraph)
+        taken += len(paragraph["qas"])
+    return data + [{"title": t, "paragraphs": ps} for t, ps in by_title.items()]
+
+
 # --- ingest -----------------------------------------------------------------------------------------------
 
 
 def ingest(cache: Path, split: str, data_dir: Path) -> None:
-    """Ingest a split's packages into ``data_dir`` with each package's globs (the spanqa command a user runs)."""
+    """Ingest a split's packages into ``data_dir`` with each package's globs (as a user would)."""
     for package in load_packages().values():
         if package.split != split:
             continue
@@ -462,6 +576,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quiet-warnings", action="store_true")
     p = sub.add_parser("sample")
     p.add_argument("package")
+    p = sub.add_parser("trainset", help="SQuAD 2.0-format reader training pairs from one split")
+    p.add_argument("--split", choices=SPLITS, default="train")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--negatives", type=int, default=2, help="unanswerable pairs per answerable question")
+    p.add_argument("--squad", type=Path, help="a SQuAD file to mix in")
+    p.add_argument("--squad-questions", type=int, default=0)
+    p.add_argument("--seed", type=int, default=13)
     p = sub.add_parser("ingest")
     p.add_argument("split", choices=SPLITS)
     p.add_argument("--data-dir", type=Path, required=True)
@@ -496,6 +617,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         for q in review_sample(read_jsonl(QUESTIONS / f"{args.package}.jsonl")):
             q.pop("_where", None)
             print(json.dumps(q, ensure_ascii=False))
+    elif args.command == "trainset":
+        packages = load_packages()
+        rows = [q for q in all_questions() if packages[q["package"]].split == args.split]
+        report = check_questions(args.cache, rows)
+        if report.errors:
+            raise SystemExit(f"{len(report.errors)} questions fail the check (run `check`): no training file")
+        data = training_pairs(args.cache, rows, negatives=args.negatives, seed=args.seed)
+        if args.squad:
+            data = mixed_with_squad(data, args.squad, args.squad_questions, args.seed)
+        counts: Counter[str] = Counter()
+        for article in data:
+            for paragraph in article["paragraphs"]:
+                for qa in paragraph["qas"]:
+                    source = "techqa" if article["title"].startswith("techqa/") else "squad"
+                    counts[source + ("-none" if qa.get("is_impossible") else "")] += 1
+        args.out.write_text(
+            json.dumps({"version": "v2.0", "data": data}, ensure_ascii=False), encoding="utf-8"
+        )
+        print(json.dumps({"out": str(args.out), **counts}))
     elif args.command == "ingest":
         ingest(args.cache, args.split, args.data_dir)
     elif args.command == "assemble":
