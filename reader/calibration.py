@@ -182,6 +182,17 @@ class Calibrator:
         return calibrator
 
 
+def settings_mismatch(calibrator: Calibrator, current: Mapping[str, Any]) -> list[str]:
+    """The settings that shape a score and differ from those the calibrator was fitted with, as
+    ``name (fitted with X, now Y)``; [] for a calibrator that recorded none."""
+    fitted = calibrator.info.get("settings") or {}
+    return [
+        f"{name} (fitted with {fitted[name]!r}, now {current[name]!r})"
+        for name in sorted(fitted)
+        if name in current and fitted[name] != current[name]
+    ]
+
+
 def calibrator_for(model_location: str | Path) -> Calibrator | None:
     """The calibrator shipped beside a local reader model, or None (a hub model, or none fitted)."""
     path = Path(model_location) / CALIBRATION_FILE

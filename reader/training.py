@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
 import shutil
 import signal
@@ -33,6 +34,8 @@ HISTORY_FILE = "history.jsonl"
 class TrainConfig:
     """Settings of one training run; saved with every checkpoint so ``resume`` needs only ``out_dir``."""
 
+    #: SQuAD-format files, read in this order (one path, as checkpoints of older runs hold, or several
+    #: joined by os.pathsep: a reader is trained on SQuAD and on documentation questions at once).
     train_file: str
     init: str
     out_dir: str
@@ -293,7 +296,7 @@ def train(
     model.train()
     logger.info("training on %s", device)
 
-    examples = [ex for ex in load_squad(config.train_file)]
+    examples = [ex for path in config.train_file.split(os.pathsep) for ex in load_squad(path)]
     if config.exclude_ids_file:
         excluded = set(Path(config.exclude_ids_file).read_text(encoding="utf-8").split())
         examples = [ex for ex in examples if ex.id not in excluded]

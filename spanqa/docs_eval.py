@@ -149,6 +149,15 @@ def _holds(passage: Passage, q: DocQuestion, document: Document | None) -> bool:
     return False
 
 
+def _group_of(file: str | None) -> str:
+    """A question's calibration group: the first folder of its file (a package, a manual), never split
+    between fitting and measuring."""
+    if not file:
+        return ""
+    parts = PurePosixPath(file).parts
+    return parts[0] if len(parts) > 1 else file
+
+
 def file_kind(document: Document | None, file: str | None) -> str:
     """What a question is scored under in the per-kind breakdown: the document's format."""
     if document is not None:
@@ -211,12 +220,16 @@ def evaluate_docs(
                 "answerable": q.answerable,
                 "file": q.file,
                 "file_found": document is not None,
-                "kind": file_kind(document, q.file),
+                # "kind" and "article" as `eval squad` writes them, so `reader calibrate` reads both runs
+                "kind": "answerable" if q.answerable else "unanswerable",
+                "article": _group_of(q.file),
+                "file_kind": file_kind(document, q.file),
                 "hard": q.hard,
                 "candidate": top.text if top else None,
                 "candidate_path": top.path if top else None,
                 "score": round(top.score, 4) if top else None,
-                "top_right": bool(top and q.answerable and answer_matches(top.text, q.answers)),
+                "right": bool(top and q.answerable and answer_matches(top.text, q.answers)),
+                "features": top.features if top else None,
                 "shown": [a.text for a in shown],
                 "right_shown": q.answerable and any(answer_matches(a.text, q.answers) for a in shown),
                 "declined": not shown,
@@ -239,7 +252,8 @@ def evaluate_docs(
         "files_not_indexed_count": len(missing),
         **summarize(records),
         "by_kind": {
-            kind: summarize(group) for kind, group in sorted(_group(records, lambda r: r["kind"]).items())
+            kind: summarize(group)
+            for kind, group in sorted(_group(records, lambda r: r["file_kind"]).items())
         },
         "hard": summarize([r for r in records if r["hard"]]),
         "ask_latency": percentiles(seconds),
@@ -259,9 +273,7 @@ def _share(count: int, total: int) -> float | None:
 
 
 def _ece(scored: Sequence[Record]) -> float:
-    return round(
-        expected_calibration_error([r["score"] for r in scored], [r["top_right"] for r in scored]), 4
-    )
+    return round(expected_calibration_error([r["score"] for r in scored], [r["right"] for r in scored]), 4)
 
 
 def summarize(records: Sequence[Record]) -> dict[str, Any]:
@@ -281,13 +293,13 @@ def summarize(records: Sequence[Record]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "answerable": n,
         "unanswerable": len(unanswerable),
-        "top_right": _share(sum(r["top_right"] for r in answerable), n),
-        "top_right_shown": _share(sum(r["top_right"] and not r["declined"] for r in answerable), n),
+        "top_right": _share(sum(r["right"] for r in answerable), n),
+        "top_right_shown": _share(sum(r["right"] and not r["declined"] for r in answerable), n),
         "right_among_shown": _share(sum(r["right_shown"] for r in answerable), n),
         "answerable_declined": _share(sum(r["declined"] for r in answerable), n),
         "unanswerable_declined": _share(sum(r["declined"] for r in unanswerable), len(unanswerable)),
         "ece": round(
-            expected_calibration_error([r["score"] for r in scored], [r["top_right"] for r in scored]), 4
+            expected_calibration_error([r["score"] for r in scored], [r["right"] for r in scored]), 4
         )
         if scored
         else None,
@@ -296,15 +308,15 @@ def summarize(records: Sequence[Record]) -> dict[str, Any]:
         result[f"passage_at_{k}"] = _share(
             sum(r["passage_rank"] is not None and r["passage_rank"] <= k for r in answerable), n
         )
-    right = sum(r["top_right"] for r in answerable)
-    result["right_kept"] = _share(sum(r["top_right"] and not r["declined"] for r in answerable), right)
+    right = sum(r["right"] for r in answerable)
+    result["right_kept"] = _share(sum(r["right"] and not r["declined"] for r in answerable), right)
     return result
 
 
 def reliability_svg(records: Sequence[Record], title: str = "") -> str:
     """A reliability diagram of the top candidates' scores as a self-contained SVG (no plotting library)."""
     scored = [r for r in records if r["score"] is not None]
-    rows = reliability([r["score"] for r in scored], [r["top_right"] for r in scored])
+    rows = reliability([r["score"] for r in scored], [r["right"] for r in scored])
     size, pad = 320, 40
     total = max(len(scored), 1)
 

@@ -252,6 +252,9 @@ def ask(
     picked = builder.run(result, found.passages, pages, question)
     timings["total"] = time.perf_counter() - started
     warnings = []
+    calibration = runtime.calibration_warning()
+    if calibration:
+        warnings.append(calibration)
     if result.question_cut:
         warnings.append(
             f"the question is longer than the reader reads ({settings.max_question_tokens} tokens): "

@@ -55,6 +55,7 @@ class Runtime:
         self._reader: ExtractiveReader | None = None
         self._calibrator: Calibrator | None = None
         self._calibrator_loaded = False
+        self._calibration_warned = False
         self._preloading: threading.Thread | None = None
 
     def preload_models(self) -> None:
@@ -179,6 +180,22 @@ class Runtime:
             self._calibrator = calibrator_for(resolve_reader_model(self.settings.reader_model))
             self._calibrator_loaded = True
         return self._calibrator
+
+    def calibration_warning(self) -> str | None:
+        """Once per runtime: what the score means when the settings differ from the calibrator's."""
+        calibrator = self.calibrator
+        if calibrator is None or self._calibration_warned:
+            return None
+        self._calibration_warned = True
+        from reader.calibration import settings_mismatch
+
+        changed = settings_mismatch(calibrator, self.settings.score_settings())
+        if not changed:
+            return None
+        return (
+            f"the score was calibrated with other settings: {'; '.join(changed)}. It still ranks answers, "
+            "but '70%' no longer means 7 in 10 right: refit with `spanqa reader calibrate` for these settings"
+        )
 
     def ingest_job(self) -> IngestJob:
         from ingest.job import IngestJob

@@ -23,6 +23,20 @@ CATALOG_FILE_NAME = "catalog.sqlite3"
 DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_READER_MODEL = "spanqa-reader-minilm"
 SECRET_FIELDS = frozenset({"qdrant_api_key", "api_key"})
+#: The settings an answer's score depends on beside the reader: a calibrator records the values it was fitted
+#: with, and a difference is reported (the score then is an estimate for other conditions).
+SCORE_SETTINGS = (
+    "retriever_model",
+    "chunk_tokens",
+    "chunk_overlap",
+    "retrieval",
+    "fusion",
+    "lexical_weight",
+    "passages",
+    "retriever_weight",
+    "no_answer_threshold",
+    "max_answer_tokens",
+)
 
 
 # Settings that take one of a few words; anything else is refused when the settings load.
@@ -130,6 +144,10 @@ class Settings:
     def qdrant_path(self) -> Path:
         """Where the embedded Qdrant Edge store lives when no ``qdrant_url`` is set."""
         return self.data_dir / "qdrant"
+
+    def score_settings(self) -> dict[str, Any]:
+        """The values of ``SCORE_SETTINGS``, as a calibrator records them."""
+        return {name: getattr(self, name) for name in SCORE_SETTINGS}
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with ``changes`` applied (values given as strings are converted)."""

@@ -520,11 +520,35 @@ def ingest(cache: Path, split: str, data_dir: Path) -> None:
 # --- assemble ---------------------------------------------------------------------------------------------
 
 
+REVIEWS = HERE / "reviews"
+
+
+def review_verdicts() -> dict[str, dict[str, str]]:
+    """Every review line by question id (``verdict``, ``reason``)."""
+    verdicts: dict[str, dict[str, str]] = {}
+    for path in sorted(REVIEWS.glob("*.jsonl")):
+        for row in read_jsonl(path):
+            verdicts[row["id"]] = row
+    return verdicts
+
+
 def all_questions() -> list[dict[str, Any]]:
+    """Every committed question less those a reviewer rejected."""
+    rejected = {qid for qid, v in review_verdicts().items() if v.get("verdict") == "reject"}
     rows = []
     for path in sorted(QUESTIONS.glob("*.jsonl")):
-        rows.extend(read_jsonl(path))
+        rows.extend(q for q in read_jsonl(path) if q.get("id") not in rejected)
     return rows
+
+
+def review_report() -> dict[str, dict[str, Any]]:
+    """Per package: questions sampled by the reviewer, rejected, and the rejection rate."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for qid, verdict in review_verdicts().items():
+        package = qid.rsplit("-", 1)[0]
+        counts[package]["sampled"] += 1
+        counts[package]["rejected"] += verdict.get("verdict") == "reject"
+    return {p: {**c, "rate": round(100 * c["rejected"] / c["sampled"], 1)} for p, c in sorted(counts.items())}
 
 
 def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
@@ -574,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("check")
     p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p.add_argument("--quiet-warnings", action="store_true")
+    sub.add_parser("reviews", help="rejection rates of the reviews")
     p = sub.add_parser("sample")
     p.add_argument("package")
     p = sub.add_parser("trainset", help="SQuAD 2.0-format reader training pairs from one split")
@@ -613,6 +638,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(report.warnings)} warnings"
         )
         return 1 if report.errors else 0
+    elif args.command == "reviews":
+        report = review_report()
+        for package, row in report.items():
+            print(
+                f"{package:24} sampled {row['sampled']:3}  rejected {row['rejected']:2}  {row['rate']:5.1f}%"
+            )
+        sampled = sum(r["sampled"] for r in report.values())
+        rejected = sum(r["rejected"] for r in report.values())
+        print(
+            f"{'all':24} sampled {sampled:3}  rejected {rejected:2}  {100 * rejected / max(sampled, 1):5.1f}%"
+        )
     elif args.command == "sample":
         for q in review_sample(read_jsonl(QUESTIONS / f"{args.package}.jsonl")):
             q.pop("_where", None)

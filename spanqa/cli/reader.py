@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ def reader_group() -> None:
     "--train",
     "train_file",
     required=True,
+    multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="SQuAD-format JSON (v1.1 or v2.0).",
+    help="SQuAD-format JSON (v1.1 or v2.0); repeat to train on several files at once.",
 )
 @click.option(
     "--init", "init", help="Encoder to start from: hub name or path (default: the packaged all-MiniLM-L6-v2)."
@@ -120,7 +122,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
     except (ValueError, RuntimeError) as exc:  # torch.device("gpu") raises RuntimeError
         raise click.BadParameter(first_line(exc), param_hint="--device") from exc
     config = TrainConfig(
-        train_file=options["train_file"],
+        train_file=os.pathsep.join(options["train_file"]),
         init=options["init"] or resolve_encoder_model(DEFAULT_RETRIEVER_MODEL),
         out_dir=options["out_dir"],
         epochs=options["epochs"],
@@ -267,7 +269,7 @@ def reader_eval(
 
 
 @reader_group.command("calibrate")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -277,14 +279,20 @@ def reader_eval(
 @json_option("the metrics")
 @click.pass_context
 @friendly_errors
-def reader_calibrate(ctx: click.Context, run: str, out: str | None, plot: str | None, as_json: bool) -> None:
-    """Fit the score calibrator on RUN, an `eval squad --unanswerable --out` folder or its questions.jsonl."""
+def reader_calibrate(
+    ctx: click.Context, runs: tuple[str, ...], out: str | None, plot: str | None, as_json: bool
+) -> None:
+    """Fit the score calibrator on RUNS: `eval squad --unanswerable --out` and `eval docs --out` folders (or
+    their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
+    split an article (SQuAD) or a file's first folder (a package of documentation) between fit and measure."""
     from reader.calibration import CALIBRATION_FILE, fit_calibrator
     from reader.model import resolve_reader_model
     from spanqa.evaluation import abstention_report, read_questions
 
     settings = settings_from(ctx)
-    records = read_questions(run)
+    records = []
+    for number, run in enumerate(runs):
+        records += [{**r, "article": f"{number}:{r.get('article', '')}"} for r in read_questions(run)]
     if out:
         target = Path(out)
     else:
@@ -300,7 +308,12 @@ def reader_calibrate(ctx: click.Context, run: str, out: str | None, plot: str | 
         [r["features"] for r in candidates],
         [bool(r["right"]) for r in candidates],
         [r["article"] for r in candidates],
-        info={"run": str(run), "reader_model": settings.reader_model, "questions": len(records)},
+        info={
+            "runs": list(runs),
+            "reader_model": settings.reader_model,
+            "questions": len(records),
+            "settings": settings.score_settings(),
+        },
     )
     calibrator.save(target)
     # The curve over thresholds as the calibrated score would draw it, each question scored by a model

@@ -88,7 +88,7 @@ def record(**values: object) -> dict[str, object]:
     base: dict[str, object] = {
         "answerable": True,
         "score": 0.5,
-        "top_right": False,
+        "right": False,
         "right_shown": False,
         "declined": False,
         "passage_rank": None,
@@ -98,8 +98,8 @@ def record(**values: object) -> dict[str, object]:
 
 def test_summary_counts_by_hand() -> None:
     records = [
-        record(score=0.9, top_right=True, right_shown=True, passage_rank=1),
-        record(score=0.2, top_right=True, declined=True, passage_rank=4),
+        record(score=0.9, right=True, right_shown=True, passage_rank=1),
+        record(score=0.2, right=True, declined=True, passage_rank=4),
         record(score=0.6, right_shown=True, passage_rank=12),
         record(answerable=False, score=0.1, declined=True),
         record(answerable=False, score=0.7),
@@ -125,7 +125,7 @@ def test_summary_counts_by_hand() -> None:
 def test_reliability_svg_is_well_formed_xml() -> None:
     import xml.etree.ElementTree as ET
 
-    svg = reliability_svg([record(score=p / 10, top_right=p > 4) for p in range(11)], "set & <title>")
+    svg = reliability_svg([record(score=p / 10, right=p > 4) for p in range(11)], "set & <title>")
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg") and len(root) > 5
 

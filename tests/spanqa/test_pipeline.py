@@ -123,3 +123,23 @@ def test_a_folded_group_whose_best_point_lost_its_row_is_read_from_a_copy(
         (again,) = pipeline.search(runtime, "capital of Poland", top_k=1).passages
         assert again.document_id != passage.document_id and again.text == text.strip()
         assert len(again.copies) == 1 and again.copies[0].document_id != passage.document_id
+
+
+def test_a_calibrator_fitted_with_other_settings_warns_once(indexed: Settings) -> None:
+    from reader.calibration import FEATURES, Calibrator
+
+    zeros, ones = (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
+    fitted = {**indexed.score_settings(), "passages": indexed.passages + 5}
+    calibrator = Calibrator(FEATURES, zeros, ones, zeros, 0.0, info={"settings": fitted})
+    with Runtime(indexed) as runtime:
+        runtime._calibrator, runtime._calibrator_loaded = calibrator, True
+        first = pipeline.ask(runtime, "Who won Super Bowl 50?", passages=3)
+        second = pipeline.ask(runtime, "What is the capital of Poland?", passages=3)
+    [warning] = [w for w in first.warnings if "calibrated with other settings" in w]
+    assert f"passages (fitted with {indexed.passages + 5}, now {indexed.passages})" in warning
+    assert not any("calibrated" in w for w in second.warnings)
+    # The same settings: nothing to say.
+    with Runtime(indexed) as runtime:
+        same = Calibrator(FEATURES, zeros, ones, zeros, 0.0, info={"settings": indexed.score_settings()})
+        runtime._calibrator, runtime._calibrator_loaded = same, True
+        assert runtime.calibration_warning() is None
