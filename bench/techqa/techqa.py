@@ -499,6 +499,38 @@ def mixed_with_squad(
     return data + [{"title": t, "paragraphs": ps} for t, ps in by_title.items()]
 
 
+# --- stats ------------------------------------------------------------------------------------------------
+
+
+def file_formats(cache: Path, package: str) -> dict[str, str]:
+    """File -> the format spanqa's loader gave it (FILES.tsv of ``extract``)."""
+    table = cache / "text" / package / "FILES.tsv"
+    rows = table.read_text(encoding="utf-8").splitlines()[1:] if table.is_file() else []
+    return {r.split("\t")[0]: r.split("\t")[1] for r in rows if r}
+
+
+def stats(cache: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Questions per split, per file format and per package (answerable, hard, unanswerable)."""
+    packages = load_packages()
+    formats = {name: file_formats(cache, name) for name in {q["package"] for q in rows}}
+    table: dict[str, dict[str, Counter[str]]] = {
+        "split": defaultdict(Counter),
+        "format": defaultdict(Counter),
+    }
+    table["package"] = defaultdict(Counter)
+    for q in rows:
+        keys = {
+            "split": packages[q["package"]].split,
+            "format": formats[q["package"]].get(q["file"], "?"),
+            "package": q["package"],
+        }
+        for name, key in keys.items():
+            counter = table[name][key]
+            counter[q["kind"]] += 1
+            counter["hard"] += bool(q.get("hard")) and q["kind"] == "answerable"
+    return {name: {k: dict(v) for k, v in sorted(groups.items())} for name, groups in table.items()}
+
+
 # --- ingest -----------------------------------------------------------------------------------------------
 
 
@@ -599,6 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p.add_argument("--quiet-warnings", action="store_true")
     sub.add_parser("reviews", help="rejection rates of the reviews")
+    sub.add_parser("stats", help="questions per split, format and package")
     p = sub.add_parser("sample")
     p.add_argument("package")
     p = sub.add_parser("trainset", help="SQuAD 2.0-format reader training pairs from one split")
@@ -638,6 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(report.warnings)} warnings"
         )
         return 1 if report.errors else 0
+    elif args.command == "stats":
+        print(json.dumps(stats(args.cache, all_questions()), indent=1))
     elif args.command == "reviews":
         report = review_report()
         for package, row in report.items():
