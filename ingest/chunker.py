@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders import NAVIGATION, NON_CONTENT_KINDS, ROW, TERM, TEXT, Block
+from ingest.loaders import LOADER_VERSIONS, NAVIGATION, NON_CONTENT_KINDS, ROW, RUNNING, TERM, TEXT, Block
 from spanqa.settings import Settings
 from spanqa.text import append_stripped, sentence_spans
 from spanqa.types import page_at
@@ -18,14 +18,17 @@ HEADING_SEPARATOR = " > "
 
 #: Raise when the chunker, or the loaders of every format, cut the same file differently: every file is cut
 #: again at its next ingest (documents remember how they were cut, see ``chunking_signature``). A change to
-#: one format's loader can instead clear that format's digests in a catalog migration (0004, 0007): only
-#: those files are cut again.
+#: one format's loader bumps its version in ``ingest.loaders.LOADER_VERSIONS`` instead: only that format's
+#: files are cut again, with no data migration.
 CHUNKER_VERSION = 1
 
 
-def chunking_signature(chunk_tokens: int, overlap_tokens: int) -> str:
-    """How a document's chunks are cut: the chunker's version and the sizes (a change re-cuts the file)."""
-    return f"v{CHUNKER_VERSION}:{chunk_tokens}/{overlap_tokens}"
+def chunking_signature(chunk_tokens: int, overlap_tokens: int, fmt: str | None = None) -> str:
+    """How a document's chunks are cut: the chunker's version, the sizes and, once its loader has changed,
+    the format's loader version (a change to any re-cuts the file at its next ingest)."""
+    signature = f"v{CHUNKER_VERSION}:{chunk_tokens}/{overlap_tokens}"
+    version = LOADER_VERSIONS.get(fmt, 1) if fmt else 1
+    return f"{signature}:{fmt}{version}" if version > 1 else signature
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,9 @@ def chunk_blocks(
     must end inside a block ends at the last block boundary instead when that keeps at least half the window,
     else on a sentence boundary, with ``overlap_tokens`` of sentences shared with the next window. Headings,
     table header rows and navigation blocks are not chunked: they reach the retriever and the reader as each
-    chunk's heading path. A definition's term opens its entry's first chunk (an option's name answers
-    "which option ...?") and titles the others.
+    chunk's heading path. A PDF page's running header or footer is in no chunk, and no chunk runs across
+    it. A definition's term opens its entry's first chunk (an option's name answers "which option ...?")
+    and titles the others.
 
     Args:
         text: the document text.
@@ -125,7 +129,14 @@ def chunk_blocks(
     overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
     piece_tokens = overlap_tokens if overlap_tokens else chunk_tokens
     content = [b for b in blocks if b.kind not in NON_CONTENT_KINDS]
-    if not content and not any(b.kind == NAVIGATION for b in blocks):
+    # Which stretch between running headers and footers each content block is in: a chunk never spans one.
+    stretch, stretches = 0, {}
+    for b in blocks:
+        if b.kind == RUNNING:
+            stretch += 1
+        else:
+            stretches[b.char_start] = stretch
+    if not content and not any(b.kind in (NAVIGATION, RUNNING) for b in blocks):
         # Nothing but titles (a one-line note, a Markdown file of headings): its titles are its text. A
         # page of headings and links (a table of contents, an index) stays out.
         content = [Block(b.char_start, b.char_end, TEXT, ()) for b in blocks]
@@ -150,7 +161,8 @@ def chunk_blocks(
     def section_of(unit: int) -> tuple[Any, ...]:
         # A table row is a passage of its own (with its column headers in the heading path).
         block = content[owner[unit]]
-        return (block.heading, owner[unit]) if block.kind == ROW else (block.heading,)
+        where = (block.heading, stretches.get(block.char_start, 0))
+        return (*where, owner[unit]) if block.kind == ROW else where
 
     i, n = 0, len(units)
     while i < n:

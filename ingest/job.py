@@ -299,7 +299,8 @@ class IngestJob:
             return self._fail(item, _os_reason(exc), size=stat.st_size, mtime=stat.st_mtime)
         existing = self.catalog.get_document_by_path(path)
         was_indexed = existing is not None and existing.status == DocumentStatus.INDEXED
-        chunking = chunking_signature(self.chunk_tokens, self.chunk_overlap)
+        format_before = existing.format if existing is not None else None
+        chunking = chunking_signature(self.chunk_tokens, self.chunk_overlap, format_before)
         # A document indexed before spanqa recorded how it was cut (None) was cut by the first chunker.
         recorded = existing.chunking if existing is not None else None
         same_cut = recorded == chunking or (recorded is None and CHUNKER_VERSION == 1)
@@ -362,7 +363,7 @@ class IngestJob:
             text=loaded.text,
             num_chunks=len(chunks),
             page_starts=page_starts,
-            chunking=chunking,
+            chunking=chunking_signature(self.chunk_tokens, self.chunk_overlap, loaded.format),
         )
         old_ids = {c.id for c in self.catalog.chunks_of(document_id)} if existing is not None else set()
         return _Prepared(item, document, chunks, CHANGED if was_indexed else NEW, old_ids)

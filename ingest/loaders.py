@@ -19,7 +19,7 @@ import stat as stat_module
 import threading
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,10 @@ SUPPORTED_EXTENSIONS: frozenset[str] = (
     TEXT_EXTENSIONS | MARKDOWN_EXTENSIONS | HTML_EXTENSIONS | frozenset({".pdf", ".docx"})
 )
 
+#: Each format's loader version (1 when not listed): a change to what a loader extracts or how it cuts
+#: blocks bumps it, and the next ingest cuts that format's files again (``chunking_signature``).
+LOADER_VERSIONS: dict[str, int] = {"pdf": 2}
+
 _EXTENSION_FORMATS: dict[str, str] = {
     **dict.fromkeys(TEXT_EXTENSIONS, "txt"),
     **dict.fromkeys(MARKDOWN_EXTENSIONS, "md"),
@@ -66,7 +70,9 @@ _EXTENSION_FORMATS: dict[str, str] = {
 # Block kinds that name what follows instead of answering anything: they go into heading paths, not chunks.
 HEADING, TERM, HEADER_ROW, NAVIGATION = "heading", "term", "header", "nav"
 TEXT, ITEM, ROW, CODE = "text", "item", "row", "code"
-NON_CONTENT_KINDS = frozenset({HEADING, HEADER_ROW, NAVIGATION})
+#: A PDF page's running header or footer: no passage holds it, and none runs across it.
+RUNNING = "running"
+NON_CONTENT_KINDS = frozenset({HEADING, HEADER_ROW, NAVIGATION, RUNNING})
 # A block whose visible text is at least this share link text is navigation (a table of contents, an index).
 NAV_LINK_SHARE = 0.8
 
@@ -97,7 +103,7 @@ class Block:
         char_end: where it ends.
         kind: "text", "item" (list item), "row" (table row), "code", "term" (a definition's ``<dt>``), or
             one that names what follows and answers nothing: "heading", "header" (a table's header row),
-            "nav" (mostly links: a table of contents, an index).
+            "nav" (mostly links: a table of contents, an index), "running" (a PDF page's header or footer).
         heading: the titles above it, outermost first (headings, the term of the definition it belongs to,
             a term itself included, and the header row of its table).
     """
@@ -1002,8 +1008,71 @@ def unwrap_lines(text: str, blocks: list[Block]) -> str:
     return "".join(chars)
 
 
-def _page_blocks(text: str, pages: list[PageSpan], outline: list[tuple[int, int, str]]) -> list[Block]:
-    """One block per non-empty page, titled by the PDF bookmarks at or before it."""
+#: A running header or footer is a short line.
+RUNNING_LINE_CHARS = 100
+#: A line recurring at the top or bottom of at least this many pages (digits aside) runs through the document.
+RUNNING_LINE_PAGES = 3
+_NUMBER = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(r"^\s*(\d{1,4})\b|\b(\d{1,4})\s*$")
+_TRAILING_NUMBER = re.compile(r"(?!)()|\b(\d{1,4})\s*$")
+_ROMAN = re.compile(r"^[ivxlc]{1,7}$", re.IGNORECASE)
+
+
+def running_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, int]]:
+    """The running headers and footers of a PDF's pages, as (start, end) spans of ``text``.
+
+    A page's first or last line is running when it is short and either carries the page's printed number (a
+    number at its start or end that follows the page order, as most pages' do: "Chapter 3: Basic Shell
+    Features 42", "17", "xii") or recurs, digits aside, at the same end of at least ``RUNNING_LINE_PAGES``
+    pages (a manual's title in every footer).
+    """
+    ends: list[tuple[int, str, int, int]] = []  # (page index, "top"/"bottom", start, end)
+    for index, page in enumerate(pages):
+        body = text[page.char_start : page.char_end]
+        if "\n" not in body:
+            continue  # a page of one line is its content, whatever it looks like
+        first_end = body.index("\n")
+        last_start = body.rindex("\n") + 1
+        ends.append((index, "top", page.char_start, page.char_start + first_end))
+        ends.append((index, "bottom", page.char_start + last_start, page.char_end))
+    short = [e for e in ends if 0 < e[3] - e[2] <= RUNNING_LINE_CHARS]
+    # The printed page number follows the page order at a fixed distance on most numbered pages.
+    shifts: dict[int, int] = {}
+    numbers: dict[tuple[int, str], int] = {}
+    for index, where, start, end in short:
+        line = text[start:end]
+        # A footnote opens with its number: at the bottom, only a number at the end is a page's.
+        match = (_PAGE_NUMBER if where == "top" else _TRAILING_NUMBER).search(line)
+        if match:
+            number = int(match.group(1) or match.group(2))
+            numbers[(index, where)] = number
+            shifts[index - number] = shifts.get(index - number, 0) + 1
+    shift, count = max(shifts.items(), key=lambda kv: kv[1], default=(0, 0))
+    numbered = count >= max(RUNNING_LINE_PAGES, len(pages) // 4)
+    recurring: dict[tuple[str, str], int] = {}
+    for _, where, start, end in short:
+        key = (where, _NUMBER.sub("#", text[start:end].strip().lower()))
+        recurring[key] = recurring.get(key, 0) + 1
+    spans = []
+    for index, where, start, end in short:
+        line = text[start:end].strip()
+        by_number = numbered and numbers.get((index, where)) == index - shift
+        by_roman = numbered and index < shift and bool(_ROMAN.match(line.split()[-1] if line else ""))
+        key = (where, _NUMBER.sub("#", line.lower()))
+        if by_number or by_roman or recurring[key] >= RUNNING_LINE_PAGES:
+            spans.append((start, end))
+    return sorted(spans)
+
+
+def _page_blocks(
+    text: str,
+    pages: list[PageSpan],
+    outline: list[tuple[int, int, str]],
+    running: Sequence[tuple[int, int]] = (),
+) -> list[Block]:
+    """One block per non-empty page, titled by the PDF bookmarks at or before it; its ``running`` lines
+    (headers and footers) are blocks of their own that no passage holds."""
+    cut = sorted(running)
     blocks: list[Block] = []
     headings: list[tuple[int, str]] = []
     entry = 0
@@ -1014,8 +1083,22 @@ def _page_blocks(text: str, pages: list[PageSpan], outline: list[tuple[int, int,
                 headings.pop()
             headings.append((level, title))
             entry += 1
-        if page.char_end > page.char_start:
-            blocks.append(Block(page.char_start, page.char_end, TEXT, tuple(t for _, t in headings)))
+        if page.char_end <= page.char_start:
+            continue
+        heading = tuple(t for _, t in headings)
+        start = page.char_start
+        for line_start, line_end in cut[bisect.bisect_left(cut, (page.char_start, 0)) :]:
+            if line_start >= page.char_end:
+                break
+            body_end = len(text[start:line_start].rstrip()) + start
+            if body_end > start:
+                blocks.append(Block(start, body_end, TEXT, heading))
+            blocks.append(Block(line_start, line_end, RUNNING, heading))
+            start = line_end
+            while start < page.char_end and text[start].isspace():
+                start += 1
+        if page.char_end > start:
+            blocks.append(Block(start, page.char_end, TEXT, heading))
     return blocks
 
 
@@ -1089,7 +1172,7 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
         if fmt == "pdf":
             page_texts, outline = _pdf_pages(data)
             text, pages = _normalize_pages(page_texts)
-            blocks = _page_blocks(text, pages, outline)
+            blocks = _page_blocks(text, pages, outline, running_lines(text, pages))
             text = unwrap_lines(text, blocks)
         elif fmt == "man":
             source, encoding = _decode_text(gunzip(data) if data.startswith(GZIP_MAGIC) else data)

@@ -553,3 +553,43 @@ def test_one_very_long_line_loads(tmp_path: Path) -> None:
     line = "The Denver Broncos defeated the Carolina Panthers at Levi's Stadium. " * 5000
     loaded = load_file(_write(tmp_path / "one-line.txt", line.encode()))
     assert loaded.text == line.strip()
+
+
+def test_pdf_running_headers_and_footers_stay_out_of_passages(tmp_path: Path) -> None:
+    from ingest.chunker import chunk_blocks
+    from ingest.loaders import RUNNING, running_lines
+
+    pages = []
+    for number in range(1, 7):
+        body = [f"Section {number} says the limit is {number * 100} connections for this server."]
+        if number == 3:
+            body.append("1 A footnote that opens with its number at the bottom of the page.")
+        chapter = "Chapter 1: Limits" if number < 4 else "Chapter 2: Timeouts"
+        pages.append([f"{chapter} {number + 10}", *body, "The Frob Manual"])
+    loaded = load_file(_make_pdf(tmp_path / "manual.pdf", pages))
+    running = {loaded.text[a:b] for a, b in running_lines(loaded.text, loaded.pages)}
+    assert "Chapter 1: Limits 11" in running and "Chapter 2: Timeouts 16" in running
+    assert "The Frob Manual" in running
+    assert not any("footnote" in line or "connections" in line for line in running)
+    nav = [b for b in loaded.blocks if b.kind == RUNNING]
+    assert len(nav) == 12  # a header and a footer on each of the six pages
+    # The text is unchanged (offsets still index it); the passages never hold a running line.
+    assert "Chapter 2: Timeouts 14" in loaded.text
+
+    class Words:  # a tokenizer of whitespace words is all the chunker needs
+        def __call__(self, texts, **_: object) -> dict[str, list[list[tuple[int, int]]]]:
+            import re
+
+            return {"offset_mapping": [[m.span() for m in re.finditer(r"\S+", t)] for t in texts]}
+
+    for span in chunk_blocks(loaded.text, loaded.blocks, Words(), chunk_tokens=40, overlap_tokens=5):
+        piece = loaded.text[span.char_start : span.char_end]
+        assert "Chapter" not in piece and "Frob Manual" not in piece
+
+
+def test_a_loader_version_recuts_only_its_format() -> None:
+    from ingest.chunker import chunking_signature
+    from ingest.loaders import LOADER_VERSIONS
+
+    assert chunking_signature(256, 48, "html") == chunking_signature(256, 48) == "v1:256/48"
+    assert chunking_signature(256, 48, "pdf") == f"v1:256/48:pdf{LOADER_VERSIONS['pdf']}"
