@@ -82,7 +82,7 @@ class LoadError(SpanqaError):
 
 
 class NotADocument(LoadError):
-    """A file with nothing of its own to index (a man page that only points at another): skipped."""
+    """A file with nothing of its own to index (empty, or a man page that only points at another): skipped."""
 
 
 @dataclass(frozen=True)
@@ -1150,13 +1150,14 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
         The normalized text, its format, PDF page spans and the detected text encoding.
 
     Raises:
-        LoadError: for every user-level problem (not found, permission denied, empty, binary, unsupported,
+        NotADocument: nothing to index (an empty or blank file, a man page that only points at another).
+        LoadError: for every user-level problem (not found, permission denied, binary, unsupported,
             corrupt or encrypted PDF, corrupt DOCX, too large, undecodable, no text found).
     """
     path = Path(path)
     data = _read_bytes(path, max_bytes)
-    if not data:
-        raise LoadError("empty file")
+    if not data.strip():
+        raise NotADocument("empty file")
     head = data[:HEAD_BYTES]
     fmt = detect_format(path, head)
     if fmt is None:

@@ -10,7 +10,17 @@ import numpy as np
 import pytest
 
 from ingest.catalog import Catalog
-from ingest.job import CHANGED, FAILED, NEW, PRUNED, UNCHANGED, IngestError, IngestJob, PathNotFoundError
+from ingest.job import (
+    CHANGED,
+    FAILED,
+    NEW,
+    PRUNED,
+    SKIPPED,
+    UNCHANGED,
+    IngestError,
+    IngestJob,
+    PathNotFoundError,
+)
 from retriever.encoder import SentenceEncoder
 from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
 from retriever.retriever import fold
@@ -183,22 +193,19 @@ def test_bad_inputs_are_recorded_and_the_run_goes_on(env: Env) -> None:
     by_name = {Path(o.path).name: o for o in report.outcomes}
     assert by_name["good.txt"].status == NEW
     assert by_name["latin1.txt"].status == NEW
-    for name in ("empty.txt", "blank.txt", "binary.txt", "corrupt.pdf", "big.txt"):
+    for name in ("binary.txt", "corrupt.pdf", "big.txt"):
         assert by_name[name].status == FAILED, name
         assert by_name[name].error and "\n" not in by_name[name].error
+    # An empty or blank file has nothing to index: skipped, counted under its reason, never failed.
+    assert by_name["empty.txt"].status == by_name["blank.txt"].status == SKIPPED
+    assert report.skipped["empty file"] == 2
     assert "SPANQA_MAX_FILE_MB" in (by_name["big.txt"].error or "")
     assert report.exit_code == 1
     assert len(report.outcomes) == 7  # the symlink loop is walked once
     latin = env.catalog.get_document_by_path(str(env.docs / "latin1.txt"), with_text=True)
     assert latin is not None and "Zürich" in latin.text and "crème brûlée" in latin.text
     failed = env.catalog.list_documents(status=DocumentStatus.FAILED)
-    assert {Path(d.path).name for d in failed} == {
-        "empty.txt",
-        "blank.txt",
-        "binary.txt",
-        "corrupt.pdf",
-        "big.txt",
-    }
+    assert {Path(d.path).name for d in failed} == {"binary.txt", "corrupt.pdf", "big.txt"}
     env.assert_consistent()
 
 
@@ -222,9 +229,15 @@ def test_a_file_that_no_longer_loads_stops_answering(env: Env, breakage: str) ->
     else:
         notes.write_bytes(b"\x00\x01\x02" * 100)
     report = env.job.run([env.docs])
-    assert [o.status for o in report.outcomes if o.path == str(notes)] == [FAILED] and report.exit_code == 1
+    # Emptied, it is skipped (nothing to index, the run is fine); corrupted, it failed. Either way its old
+    # version is gone.
+    expected = (
+        (SKIPPED, DocumentStatus.DELETED, 0) if breakage == "emptied" else (FAILED, DocumentStatus.FAILED, 1)
+    )
+    assert [o.status for o in report.outcomes if o.path == str(notes)] == [expected[0]]
+    assert report.exit_code == expected[2]
     failed = env.catalog.get_document(doc.id)
-    assert failed is not None and failed.status == DocumentStatus.FAILED and failed.text == ""
+    assert failed is not None and failed.status == expected[1] and failed.text == ""
     assert env.catalog.chunks_of(doc.id) == []
     assert (
         env.index.count(env.collection, document_id=doc.id) == 0
