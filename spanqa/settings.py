@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from spanqa.errors import SpanqaError
+from spanqa.errors import SpanqaError, redact_url
 
 ENV_PREFIX = "SPANQA_"
 CONFIG_FILE_NAME = "spanqa.toml"
@@ -161,6 +161,8 @@ class Settings:
             value = getattr(self, f.name)
             if f.name in SECRET_FIELDS and value:
                 value = "***"
+            elif f.name.endswith("_url") and isinstance(value, str):
+                value = redact_url(value)  # a database or broker URL may carry a password
             out[f.name] = str(value) if isinstance(value, Path) else value
         return out
 

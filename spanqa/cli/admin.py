@@ -133,7 +133,7 @@ def db_upgrade(ctx: click.Context, as_json: bool) -> None:
 @friendly_errors
 def config(ctx: click.Context, as_json: bool) -> None:
     """Every effective setting and where it came from (default, file, environment, option), secrets masked."""
-    from spanqa.errors import SpanqaError, first_line
+    from spanqa.errors import SpanqaError, first_line, redact_url
     from spanqa.settings import Settings
 
     obj = ctx.find_root().obj or {}
@@ -144,6 +144,11 @@ def config(ctx: click.Context, as_json: bool) -> None:
     except SpanqaError as exc:
         raise UserError(first_line(exc)) from exc
     values = settings.public_dict()
+    # Where a setting is unset, the value in use (the SQLite file in the data folder, the per-user cache).
+    in_use = {"database_url": redact_url(settings.catalog_url), "model_cache_dir": str(settings.model_cache)}
+    for name, value in in_use.items():
+        if values[name] is None:
+            values[name] = value
     if as_json:
         print_json({name: {"value": values[name], "source": sources[name]} for name in values})
         return

@@ -370,6 +370,12 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def invalid(_: Request, exc: Any) -> JSONResponse:
         errors = exc.errors()
         first = errors[0] if errors else {}
+        if first.get("type") == "json_invalid":
+            # Not a field's fault: the body is not JSON at all ("0: JSON decode error" said nothing).
+            at = first.get("loc", ("body", 0))[-1]
+            problem = first.get("ctx", {}).get("error", "JSON decode error")
+            message = f"the request body is not valid JSON ({problem} at character {at}): send a JSON object"
+            return JSONResponse({"error": message}, status_code=400)
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid request')}"}, status_code=422)
 

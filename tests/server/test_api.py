@@ -94,10 +94,12 @@ def test_search_documents_health_and_errors(served: tuple[TestClient, Runtime]) 
         (client.post("/ask", json={"question": "   "}), 422),
         (client.post("/ask", json={"question": "x" * 2001}), 422),
         (client.post("/ask", json={"question": "Who?", "answers": 0}), 422),
-        (client.post("/ask", content=b"{not json", headers={"content-type": "application/json"}), 422),
+        (client.post("/ask", content=b"{not json", headers={"content-type": "application/json"}), 400),
     ]:
         assert response.status_code == status, response.text
         assert set(response.json()) == {"error"} and "Traceback" not in response.text
+    not_json = client.post("/ask", content=b"{not json", headers={"content-type": "application/json"})
+    assert not_json.json()["error"].startswith("the request body is not valid JSON")
 
 
 def test_ingest_runs_as_a_job_and_stays_inside_the_roots(

@@ -215,6 +215,18 @@ def test_config_shows_every_setting_and_where_it_came_from(
     assert shown["qdrant_api_key"]["value"] == "***" and "s3cret" not in result.output
     flagged = runner.invoke(main, ["--data-dir", "/tmp/x", "config", "--json"], env=env)
     assert json.loads(flagged.output)["data_dir"] == {"value": "/tmp/x", "source": "option"}
+    # Unset values show what is in use; a URL's password never shows.
+    unset: dict[str, str | None] = {**env, "SPANQA_DATABASE_URL": None, "SPANQA_MODEL_CACHE_DIR": None}
+    in_use = json.loads(runner.invoke(main, ["--data-dir", "/tmp/x", "config", "--json"], env=unset).output)
+    assert in_use["database_url"] == {"value": "sqlite:////tmp/x/catalog.sqlite3", "source": "default"}
+    assert in_use["model_cache_dir"]["value"] and in_use["model_cache_dir"]["source"] == "default"
+    url = "postgresql+psycopg://spanqa:pa55word@db.example/spanqa"
+    masked = runner.invoke(main, ["config", "--json"], env={**env, "SPANQA_DATABASE_URL": url})
+    assert "pa55word" not in masked.output
+    assert (
+        json.loads(masked.output)["database_url"]["value"]
+        == "postgresql+psycopg://spanqa:***@db.example/spanqa"
+    )
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
