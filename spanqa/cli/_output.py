@@ -83,3 +83,13 @@ def shorten(text: str, limit: int) -> str:
 def where(path: str, page: int | None) -> str:
     """``path`` or ``path:page``."""
     return path + (f":{page}" if page is not None else "")
+
+
+#: What a passage's score is under each retrieval mode, as the output names it.
+PASSAGE_SCORE_NAMES = {"hybrid": "fused", "dense": "cosine", "lexical": "bm25"}
+
+
+def passage_score(score: float, retrieval: str) -> str:
+    """``fused 1.046``: a passage's retrieval score named for what it is (hybrid: the cosine and BM25 lists
+    each min-max scaled to 0-1 over the hits, then summed with the BM25 weight, so 2.0 tops both lists)."""
+    return f"{PASSAGE_SCORE_NAMES.get(retrieval, 'score')} {score:.3f}"

@@ -10,7 +10,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option, path_glob_option
-from spanqa.cli._output import console, print_json, shorten, where
+from spanqa.cli._output import console, passage_score, print_json, shorten, where
 from spanqa.records import ask_record, confidence, search_record
 from spanqa.runtime import Runtime, require_data
 
@@ -68,7 +68,8 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
         return
     for p in result.passages:
         out.print(
-            f"[bold]{p.rank}.[/bold] {p.score:.3f}  [cyan]{where(p.path, p.page)}[/cyan]  "
+            f"[bold]{p.rank}.[/bold] {passage_score(p.score, settings.retrieval)}  "
+            f"[cyan]{where(p.path, p.page)}[/cyan]  "
             f"chars {p.char_start}-{p.char_end}"
         )
         if p.heading:
@@ -140,7 +141,12 @@ def ask(
                 _print_vimgrep(runtime.catalog, result)
             else:
                 _print_answers(
-                    result, as_json=as_json, min_score=threshold, context=context, compact_json=compact_json
+                    result,
+                    as_json=as_json,
+                    min_score=threshold,
+                    context=context,
+                    compact_json=compact_json,
+                    retrieval=settings.retrieval,
                 )
 
         if question != "-":
@@ -191,7 +197,13 @@ def _print_vimgrep(catalog: Catalog, result: AskResult) -> None:
 
 
 def _print_answers(
-    result: AskResult, *, as_json: bool, min_score: float, context: int, compact_json: bool = False
+    result: AskResult,
+    *,
+    as_json: bool,
+    min_score: float,
+    context: int,
+    retrieval: str,
+    compact_json: bool = False,
 ) -> None:
     if as_json:
         print_json(ask_record(result), compact=compact_json)
@@ -213,7 +225,8 @@ def _print_answers(
         out.print(f"[yellow]no answer found in your documents[/yellow]{hint}; the closest passages:")
         for p in result.passages[:3]:
             out.print(
-                f"  {p.score:.3f}  [cyan]{where(p.path, p.page)}[/cyan]  chars {p.char_start}-{p.char_end}"
+                f"  {p.rank}. {passage_score(p.score, retrieval)}  [cyan]{where(p.path, p.page)}[/cyan]  "
+                f"chars {p.char_start}-{p.char_end}"
             )
             out.print("     " + shorten(p.text, 200), markup=False)
         return

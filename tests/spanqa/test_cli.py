@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,9 @@ def test_ingest_search_status_docs(cli: tuple[CliRunner, dict[str, str], Path]) 
         assert Path(p["path"]).name in DOCS and p["char_end"] > p["char_start"]
     result = invoke(cli, "search", "Poland", "--path", "*.md", "--json")
     assert {Path(p["path"]).name for p in json.loads(result.output)["passages"]} == {"warsaw.md"}
+    # For people, each passage's score says what it is (hybrid retrieval: the fused score).
+    shown = invoke(cli, "search", "Who won the game?", "-k", "2").output
+    assert re.search(r"^1\. fused \d\.\d{3}  ", shown, re.MULTILINE), shown
 
     status = json.loads(invoke(cli, "status", "--json").output)
     assert status["documents"]["indexed"] == 2 and status["chunks"] == report["chunks_embedded"]
