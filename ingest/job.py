@@ -19,7 +19,7 @@ import numpy as np
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, NotADocument, load_file, looks_like_text
-from ingest.walk import FoundFile, inside, walk
+from ingest.walk import FoundFile, SkippedFile, inside, walk
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
 from retriever.lexical import Bm25Encoder
@@ -65,6 +65,8 @@ class IngestReport:
     orphans_removed: int = 0
     #: Files under the folders that were not taken, by reason (hidden, not text, excluded).
     skipped: dict[str, int] = field(default_factory=dict)
+    #: The same files by name, with why and what would take them in.
+    skipped_files: list[SkippedFile] = field(default_factory=list)
     #: Of ``seconds``, the time spent loading the encoder (not ingest work: rates leave it out).
     load_seconds: float = 0.0
 
@@ -154,6 +156,7 @@ class IngestJob:
         self._collection: str | None = None
         #: Files the last discovery left out, by reason (hidden, not text, excluded).
         self.skipped: Counter[str] = Counter()
+        self.skipped_files: list[SkippedFile] = []
         self._load_seconds = 0.0
         self._encoder_ready = False
 
@@ -191,6 +194,7 @@ class IngestJob:
         found = self.discover(paths, include=include, exclude=exclude, confine_to=confine_to)
         report = self.run_found(found, on_progress=on_progress)
         report.skipped = dict(self.skipped)
+        report.skipped_files = list(self.skipped_files)
         if prune:
             report.outcomes.extend(self.prune(paths))
         return report
@@ -250,6 +254,7 @@ class IngestJob:
         What it left out is counted by reason in ``self.skipped``.
         """
         self.skipped = Counter()
+        self.skipped_files = []
         found: list[FoundFile] = []
         seen: set[str] = set()
         for raw in paths:
@@ -266,6 +271,7 @@ class IngestJob:
                         exclude=exclude,
                         is_text=looks_like_text,
                         skipped=self.skipped,
+                        skipped_files=self.skipped_files,
                         confine_to=roots,
                     )
                 )
@@ -438,6 +444,7 @@ class IngestJob:
                 self.index.delete_document(active.collection, existing.id)
             self.catalog.mark_deleted(existing.id)
         self.skipped[reason.split(" (", 1)[0]] += 1
+        self.skipped_files.append(SkippedFile(str(item.path), reason, "nothing to index"))
         return FileOutcome(str(item.path), SKIPPED, 0, reason)
 
     def _fail(self, item: FoundFile, reason: str, *, size: int = 0, mtime: float = 0.0) -> FileOutcome:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,12 +73,14 @@ def ingest(
                 "chunks_per_second": round(report.chunks_per_second, 2),
                 "orphans_removed": report.orphans_removed,
                 "skipped": report.skipped,
+                "skipped_files": [dataclasses.asdict(f) for f in report.skipped_files],
                 "files": [o.__dict__ for o in report.outcomes],
             }
         )
     else:
         kept = 0 if prune else len(job_runner.vanished(paths))
-        _print_report(report, found_any=bool(found) or prune, vanished_kept=kept)
+        verbose = (ctx.find_root().obj or {}).get("verbose", 0)
+        _print_report(report, found_any=bool(found) or prune, vanished_kept=kept, name_skipped=verbose > 0)
     ctx.exit(report.exit_code)
 
 
@@ -105,8 +108,14 @@ def _run_with_progress(
         return job.run(paths, prune=prune, include=include, exclude=exclude, on_progress=on_progress)
 
 
-def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) -> None:
+def _print_report(
+    report: IngestReport, *, found_any: bool, vanished_kept: int, name_skipped: bool = False
+) -> None:
     out = console()
+    if name_skipped:
+        for skipped in report.skipped_files:
+            hint = f" ({skipped.hint})" if skipped.hint else ""
+            out.print(f"  [dim]skipped[/dim] {skipped.path}: {skipped.reason}{hint}", highlight=False)
     if not found_any:
         out.print("nothing to ingest: no supported files found" + _skipped_text(report))
         return
@@ -129,7 +138,7 @@ def _print_report(report: IngestReport, *, found_any: bool, vanished_kept: int) 
 def _skipped_text(report: IngestReport) -> str:
     """`` · skipped: 2 hidden, 1 not text`` (empty when nothing was skipped)."""
     counts = [f"{n} {reason}" for reason, n in sorted(report.skipped.items()) if n]
-    return f" · skipped: {', '.join(counts)}" if counts else ""
+    return f" · skipped: {', '.join(counts)} (-v names them)" if counts else ""
 
 
 @click.command()

@@ -47,7 +47,7 @@ def main(ctx: click.Context, config: str | None, data_dir: str | None, verbose: 
     """Ask questions of your own documents; get exact spans with file, page and offsets."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    ctx.obj = {"config": config, "data_dir": data_dir, "debug": debug}
+    ctx.obj = {"config": config, "data_dir": data_dir, "debug": debug, "verbose": verbose}
 
 
 for _command in (

@@ -392,6 +392,12 @@ def test_text_files_are_found_by_content_and_skipped_files_counted(env: Env) -> 
     formats = {Path(d.path).name: d.format for d in env.catalog.list_documents()}
     assert formats == {"README": "txt", "people.csv": "txt", "config.json": "txt", "tool.py": "txt"}
     assert report.skipped == {"hidden": 1, "not text": 2} and report.exit_code == 0
+    # Each skipped file is named with its reason and what would take it in.
+    named = {Path(f.path).name: (f.reason, f.hint) for f in report.skipped_files}
+    assert set(named) == {".secret.txt", "blob", "picture.png"}
+    assert named["picture.png"][0] == "not text" and "--include '*.png'" in named["picture.png"][1]
+    assert named["blob"] == ("not text", "binary content")
+    assert named[".secret.txt"][0] == "hidden" and "starts with '.'" in named[".secret.txt"][1]
 
 
 def test_a_fifo_in_the_folder_is_never_opened(env: Env) -> None:

@@ -309,3 +309,20 @@ def test_ask_vimgrep_points_into_the_file(cli: tuple[CliRunner, dict[str, str], 
         assert " ".join(rest.split()).startswith(text)
     refused = invoke(cli, "ask", "Who won?", "--vimgrep", "--json")
     assert refused.exit_code == 2 and "choose one" in refused.output
+
+
+def test_skipped_files_are_named_in_json_and_with_v(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    docs = cli[2]
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    (docs / ".draft.txt").write_text("hidden words")
+    (docs / "empty.txt").write_text("")
+    report = json.loads(invoke(cli, "ingest", str(docs), "--json").output)
+    named = {Path(f["path"]).name: f for f in report["skipped_files"]}
+    assert named["photo.png"]["reason"] == "not text" and ".png" in named["photo.png"]["hint"]
+    assert named[".draft.txt"]["reason"] == "hidden"
+    assert named["empty.txt"]["reason"] == "empty file"
+    assert report["summary"]["failed"] == 0  # an empty file is not a failure
+    quiet = invoke(cli, "ingest", str(docs))
+    assert quiet.exit_code == 0 and "photo.png" not in quiet.output and "-v names them" in quiet.output
+    loud = invoke(cli, "-v", "ingest", str(docs))
+    assert "skipped" in loud.output and "photo.png: not text" in loud.output
