@@ -26,6 +26,7 @@ from typing import Any
 
 from ingest.manpage import MAN_NAME, ManLinkError, ManPageError, gunzip, looks_like_man
 from ingest.manpage import to_html as man_to_html
+from ingest.packaged import MAX_UNPACKED, PackagedError, epub_html, odt_blocks, zip_format
 from spanqa.errors import SpanqaError, first_line
 from spanqa.types import page_at
 
@@ -36,7 +37,7 @@ MB = 1_000_000
 
 HEAD_BYTES = 8192
 GZIP_MAGIC = b"\x1f\x8b"
-DOCX_MAX_UNPACKED = 200 * MB
+DOCX_MAX_UNPACKED = MAX_UNPACKED
 """A .docx unpacking to more than this is refused before it is parsed (a zip bomb stays small on disk)."""
 """How many leading bytes ``load_file`` hands to ``detect_format`` (callers sniffing files: read as many)."""
 
@@ -47,12 +48,14 @@ HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
 #: does not read, compiled code).
 _BINARY_EXTENSION_LIST = """
 .zip .gz .tgz .bz2 .xz .7z .tar .jar .png .jpg .jpeg .gif .bmp .ico .webp .svgz .mp3 .mp4 .wav .ogg .avi .mov
-.mkv .doc .xls .xlsx .ppt .pptx .odt .ods .odp .epub .pyc .o .so .a .dll .exe .bin .class .db .sqlite .sqlite3
+.mkv .doc .xls .xlsx .ppt .pptx .ods .odp .pyc .o .so .a .dll .exe .bin .class .db .sqlite .sqlite3
 .woff .woff2 .ttf .otf
 """
 BINARY_EXTENSIONS = frozenset(_BINARY_EXTENSION_LIST.split())
+#: Zipped formats: each has its loader and passes the unpacked-size guard first.
+ZIP_FORMATS = ("docx", "epub", "odt")
 SUPPORTED_EXTENSIONS: frozenset[str] = (
-    TEXT_EXTENSIONS | MARKDOWN_EXTENSIONS | HTML_EXTENSIONS | frozenset({".pdf", ".docx"})
+    TEXT_EXTENSIONS | MARKDOWN_EXTENSIONS | HTML_EXTENSIONS | frozenset({".pdf", ".docx", ".epub", ".odt"})
 )
 
 #: Each format's loader version (1 when not listed): a change to what a loader extracts or how it cuts
@@ -65,6 +68,8 @@ _EXTENSION_FORMATS: dict[str, str] = {
     **dict.fromkeys(HTML_EXTENSIONS, "html"),
     ".pdf": "pdf",
     ".docx": "docx",
+    ".epub": "epub",
+    ".odt": "odt",
 }
 
 # Block kinds that name what follows instead of answering anything: they go into heading paths, not chunks.
@@ -326,12 +331,12 @@ def looks_like_text(path: Path) -> bool:
     return bool(head.strip()) and _sniff_head(head) is not None
 
 
-def _is_docx_zip(path: Path) -> bool | None:
-    """True/False when ``path`` is a readable zip with/without word/document.xml; None when unreadable."""
+def _zip_format(path: Path) -> str | None:
+    """ "docx", "epub" or "odt" for a readable zip of that kind, "" for another zip; None when unreadable."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return "word/document.xml" in archive.namelist()
-    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError):
+            return zip_format(archive) or ""
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, KeyError):
         return None
 
 
@@ -348,8 +353,8 @@ def detect_format(path: Path, head: bytes) -> str | None:
         head: the first bytes of the file (``HEAD_BYTES`` of them is plenty).
 
     Returns:
-        "txt", "md", "html", "pdf", "docx" or "man" (troff man/mdoc source, or a gzipped man page by its
-        name); "txt" for any other text; None when the content is binary
+        "txt", "md", "html", "pdf", "docx", "epub", "odt" or "man" (troff man/mdoc source, or a gzipped man
+        page by its name); "txt" for any other text; None when the content is binary
         (NUL bytes, undecodable, another zip type).
     """
     ext_format = _EXTENSION_FORMATS.get(path.suffix.lower())
@@ -358,14 +363,15 @@ def detect_format(path: Path, head: bytes) -> str | None:
     if head.lstrip(b" \t\r\n\x0c").startswith(b"%PDF-"):
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
-        is_docx = _is_docx_zip(path)
-        if is_docx or (is_docx is None and ext_format == "docx"):
-            return "docx"
-        return None
+        kind = _zip_format(path)
+        if kind:
+            return kind
+        # An unreadable zip named for its format goes to that loader, which reports it as corrupt.
+        return ext_format if kind is None and ext_format in ZIP_FORMATS else None
     text = _sniff_head(head)
     if text is not None and _HTML_START.match(text[:1024].lstrip("\ufeff")):
         return "html"
-    if ext_format in ("pdf", "docx"):
+    if ext_format in ("pdf", *ZIP_FORMATS):
         return ext_format
     if text is None:
         return None
@@ -1180,8 +1186,13 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
             walked = _html_walk(man_to_html(source))
             text, source_index = normalize_whitespace(walked.text)
             blocks = _map_blocks(walked.blocks, text, source_index)
-        elif fmt == "docx":
-            raw, raw_blocks = _joined_blocks(_docx_blocks(data))
+        elif fmt == "epub":
+            walked = _html_walk(epub_html(data))
+            text, source_index = normalize_whitespace(walked.text)
+            blocks = _map_blocks(walked.blocks, text, source_index)
+        elif fmt in ("docx", "odt"):
+            items = _docx_blocks(data) if fmt == "docx" else odt_blocks(data)
+            raw, raw_blocks = _joined_blocks(items)
             text, source_index = normalize_whitespace(raw)
             blocks = _map_blocks(raw_blocks, text, source_index)
         else:
@@ -1196,6 +1207,8 @@ def load_file(path: Path, *, max_bytes: int | None = None) -> LoadedText:
                 text = unwrap_lines(text, blocks)
     except LoadError:
         raise
+    except PackagedError as exc:
+        raise LoadError(str(exc)) from exc
     except ManLinkError as exc:
         raise NotADocument(str(exc)) from exc
     except ManPageError as exc:

@@ -17,7 +17,21 @@ from hypothesis import strategies as st
 from ingest.chunker import chunk_blocks
 from ingest.loaders import LoadedText, LoadError, load_file
 
-EXTENSIONS = ["", ".txt", ".md", ".html", ".pdf", ".docx", ".rst", ".csv", ".json", ".1", ".8.gz"]
+EXTENSIONS = [
+    "",
+    ".txt",
+    ".md",
+    ".html",
+    ".pdf",
+    ".docx",
+    ".rst",
+    ".csv",
+    ".json",
+    ".1",
+    ".8.gz",
+    ".epub",
+    ".odt",
+]
 HOSTILE = [
     "\x00",
     "\ufeff",
