@@ -15,12 +15,11 @@ from ingest.loaders import (
     SUPPORTED_EXTENSIONS,
     LoadedText,
     LoadError,
-    PageSpan,
     detect_format,
     load_file,
     normalize_whitespace,
-    page_for_offset,
 )
+from spanqa.types import page_at
 
 PARAGRAPHS = [
     "Super Bowl 50 was an American football game.",
@@ -219,7 +218,7 @@ def test_pdf_pages(tmp_path: Path) -> None:
         start = loaded.text.index(needle)
         span = loaded.pages[page_index]
         assert span.char_start <= start and start + len(needle) <= span.char_end
-        assert page_for_offset(loaded.pages, start) == page_index + 1
+        assert page_at([(p.number, p.char_start) for p in loaded.pages], start) == page_index + 1
     page2 = loaded.pages[1]
     assert loaded.text[page2.char_start : page2.char_end] == "Page two mentions Carolina Panthers."
 
@@ -463,15 +462,6 @@ def test_normalize_examples() -> None:
     assert normalize_whitespace("") == ("", [])
     assert normalize_whitespace(" \n\t ") == ("", [])
     assert normalize_whitespace("a\n \n b") == ("a\n\nb", [0, 1, 3, 5])
-
-
-def test_page_for_offset() -> None:
-    pages = [PageSpan(1, 0, 10), PageSpan(2, 12, 12), PageSpan(3, 12, 20)]
-    assert page_for_offset(pages, 0) == 1
-    assert page_for_offset(pages, 11) == 1
-    assert page_for_offset(pages, 12) == 3
-    assert page_for_offset(pages, 25) == 3
-    assert page_for_offset([], 5) is None
 
 
 _WHITESPACE = [" ", "\t", "\n", "\r", "\r\n", "\u00a0", "\u2003", "\u3000", "\x0b", "\x0c", "\u2028", "\x85"]

@@ -20,6 +20,12 @@ import html
 import io
 import re
 
+from ingest.loaders.base import LoadedText, LoadError, NotADocument
+from ingest.loaders.decode import _decode_text
+from ingest.loaders.html import _html_walk, structured
+
+GZIP_MAGIC = b"\x1f\x8b"
+
 #: A man page's file name: a section digit and an optional suffix (``ls.1``, ``ssl.3ssl``), maybe gzipped.
 MAN_NAME = re.compile(r"\.[1-9][a-z0-9]{0,8}(?:\.gz)?$", re.IGNORECASE)
 _MACRO_START = re.compile(r"^(?:\.\\\"[^\n]*\n|'\\\"[^\n]*\n|\s*\n)*\.(?:TH|Dd|Dt|SH|Sh|so)\b", re.MULTILINE)
@@ -27,11 +33,11 @@ _MACRO_START = re.compile(r"^(?:\.\\\"[^\n]*\n|'\\\"[^\n]*\n|\s*\n)*\.(?:TH|Dd|D
 MAX_UNPACKED = 20_000_000
 
 
-class ManPageError(ValueError):
+class ManPageError(LoadError):
     """A man page that cannot be read; the message is one line."""
 
 
-class ManLinkError(ManPageError):
+class ManLinkError(NotADocument):
     """A page that only includes another (``.so``): an alias, with nothing of its own to read."""
 
 
@@ -576,3 +582,12 @@ def _mdoc_words(macro: str, rest: str, page: _Page) -> str:
         glue = False
     out.extend(reversed(closers))
     return "".join(out).strip()
+
+
+def load(data: bytes) -> LoadedText:
+    """A man page (gzipped or not) as the HTML walk reads its translation."""
+    try:
+        source, encoding = _decode_text(gunzip(data) if data.startswith(GZIP_MAGIC) else data)
+        return structured(_html_walk(to_html(source)), "man", encoding)
+    except ManPageError as exc:
+        raise LoadError(f"cannot read the man page: {exc}") from exc

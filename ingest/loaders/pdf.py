@@ -1,0 +1,210 @@
+"""PDF: pages (pypdf), the outline as the heading path, running headers and footers kept out of passages,
+hard-wrapped lines unwrapped."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import io
+import logging
+import re
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ingest.loaders.base import RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
+from ingest.loaders.text import _normalize_pages, unwrap_lines
+from spanqa.errors import first_line
+
+logger = logging.getLogger(__name__)
+
+_pypdf_quiet_lock = threading.Lock()
+_pypdf_quiet_depth = 0
+_pypdf_saved_level = logging.NOTSET
+
+
+@contextlib.contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """Silence pypdf's logging and warnings (broken files make it very chatty) for the duration."""
+    global _pypdf_quiet_depth, _pypdf_saved_level
+    pypdf_logger = logging.getLogger("pypdf")
+    with _pypdf_quiet_lock:
+        if _pypdf_quiet_depth == 0:
+            _pypdf_saved_level = pypdf_logger.level
+            pypdf_logger.setLevel(logging.CRITICAL + 1)
+        _pypdf_quiet_depth += 1
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        with _pypdf_quiet_lock:
+            _pypdf_quiet_depth -= 1
+            if _pypdf_quiet_depth == 0:
+                pypdf_logger.setLevel(_pypdf_saved_level)
+
+
+def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
+    """The text of each page of a PDF, and its outline as (page index, level, title) in page order."""
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError, WrongPasswordError
+
+    with _quiet_pypdf():
+        try:
+            reader = PdfReader(io.BytesIO(data), strict=False)
+            if reader.is_encrypted:
+                try:
+                    decrypted = reader.decrypt("")
+                except DependencyError as exc:
+                    raise LoadError(f"encrypted PDF (cannot decrypt: {first_line(exc)})") from exc
+                except (FileNotDecryptedError, WrongPasswordError) as exc:
+                    raise LoadError("encrypted PDF") from exc
+                if not decrypted:  # PasswordType.NOT_DECRYPTED == 0
+                    raise LoadError("encrypted PDF")
+            pages = list(reader.pages)
+        except LoadError:
+            raise
+        except (FileNotDecryptedError, WrongPasswordError) as exc:
+            raise LoadError("encrypted PDF") from exc
+        except Exception as exc:  # pypdf raises many types (and KeyError, ValueError...) on broken files
+            raise LoadError(f"corrupt PDF: {first_line(exc)}") from exc
+        if not pages:
+            raise LoadError("corrupt PDF: no pages")
+        texts: list[str] = []
+        failed = 0
+        for number, page in enumerate(pages, start=1):
+            try:
+                texts.append(page.extract_text() or "")
+            except Exception as exc:
+                failed += 1
+                logger.warning("PDF page %d: text extraction failed: %s", number, first_line(exc))
+                texts.append("")
+        if failed == len(pages):
+            raise LoadError("corrupt PDF: text extraction failed on every page")
+        outline = _pdf_outline(reader)
+    return texts, outline
+
+
+def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
+    """The bookmarks of a PDF as (page index, level, title), sorted by page; [] when it has none or they
+    cannot be read (a broken outline costs the headings, never the file)."""
+    entries: list[tuple[int, int, str]] = []
+    try:
+        stack: list[tuple[Any, int]] = [(reader.outline, 1)]
+        while stack and len(entries) < 10_000:
+            items, level = stack.pop()
+            for item in reversed(items):
+                if isinstance(item, list):
+                    stack.append((item, level + 1))
+                    continue
+                page = reader.get_destination_page_number(item)
+                title = " ".join(str(item.title or "").split())
+                if page is not None and page >= 0 and title:
+                    entries.append((page, level, title))
+    except Exception as exc:
+        logger.debug("PDF outline unreadable: %s", first_line(exc))
+        return []
+    return sorted(entries, key=lambda entry: entry[0])
+
+
+#: A running header or footer is a short line.
+RUNNING_LINE_CHARS = 100
+#: A line recurring at the top or bottom of at least this many pages (digits aside) runs through the document.
+RUNNING_LINE_PAGES = 3
+_NUMBER = re.compile(r"\d+")
+_PAGE_NUMBER = re.compile(r"^\s*(\d{1,4})\b|\b(\d{1,4})\s*$")
+_TRAILING_NUMBER = re.compile(r"(?!)()|\b(\d{1,4})\s*$")
+_ROMAN = re.compile(r"^[ivxlc]{1,7}$", re.IGNORECASE)
+
+
+def running_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, int]]:
+    """The running headers and footers of a PDF's pages, as (start, end) spans of ``text``.
+
+    A page's first or last line is running when it is short and either carries the page's printed number (a
+    number at its start or end that follows the page order, as most pages' do: "Chapter 3: Basic Shell
+    Features 42", "17", "xii") or recurs, digits aside, at the same end of at least ``RUNNING_LINE_PAGES``
+    pages (a manual's title in every footer).
+    """
+    ends: list[tuple[int, str, int, int]] = []  # (page index, "top"/"bottom", start, end)
+    for index, page in enumerate(pages):
+        body = text[page.char_start : page.char_end]
+        if "\n" not in body:
+            continue  # a page of one line is its content, whatever it looks like
+        first_end = body.index("\n")
+        last_start = body.rindex("\n") + 1
+        ends.append((index, "top", page.char_start, page.char_start + first_end))
+        ends.append((index, "bottom", page.char_start + last_start, page.char_end))
+    short = [e for e in ends if 0 < e[3] - e[2] <= RUNNING_LINE_CHARS]
+    # The printed page number follows the page order at a fixed distance on most numbered pages.
+    shifts: dict[int, int] = {}
+    numbers: dict[tuple[int, str], int] = {}
+    for index, where, start, end in short:
+        line = text[start:end]
+        # A footnote opens with its number: at the bottom, only a number at the end is a page's.
+        match = (_PAGE_NUMBER if where == "top" else _TRAILING_NUMBER).search(line)
+        if match:
+            number = int(match.group(1) or match.group(2))
+            numbers[(index, where)] = number
+            shifts[index - number] = shifts.get(index - number, 0) + 1
+    shift, count = max(shifts.items(), key=lambda kv: kv[1], default=(0, 0))
+    numbered = count >= max(RUNNING_LINE_PAGES, len(pages) // 4)
+    recurring: dict[tuple[str, str], int] = {}
+    for _, where, start, end in short:
+        key = (where, _NUMBER.sub("#", text[start:end].strip().lower()))
+        recurring[key] = recurring.get(key, 0) + 1
+    spans = []
+    for index, where, start, end in short:
+        line = text[start:end].strip()
+        by_number = numbered and numbers.get((index, where)) == index - shift
+        by_roman = numbered and index < shift and bool(_ROMAN.match(line.split()[-1] if line else ""))
+        key = (where, _NUMBER.sub("#", line.lower()))
+        if by_number or by_roman or recurring[key] >= RUNNING_LINE_PAGES:
+            spans.append((start, end))
+    return sorted(spans)
+
+
+def _page_blocks(
+    text: str,
+    pages: list[PageSpan],
+    outline: list[tuple[int, int, str]],
+    running: Sequence[tuple[int, int]] = (),
+) -> list[Block]:
+    """One block per non-empty page, titled by the PDF bookmarks at or before it; its ``running`` lines
+    (headers and footers) are blocks of their own that no passage holds."""
+    cut = sorted(running)
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    entry = 0
+    for index, page in enumerate(pages):
+        while entry < len(outline) and outline[entry][0] <= index:
+            _, level, title = outline[entry]
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, title))
+            entry += 1
+        if page.char_end <= page.char_start:
+            continue
+        heading = tuple(t for _, t in headings)
+        start = page.char_start
+        for line_start, line_end in cut[bisect.bisect_left(cut, (page.char_start, 0)) :]:
+            if line_start >= page.char_end:
+                break
+            body_end = len(text[start:line_start].rstrip()) + start
+            if body_end > start:
+                blocks.append(Block(start, body_end, TEXT, heading))
+            blocks.append(Block(line_start, line_end, RUNNING, heading))
+            start = line_end
+            while start < page.char_end and text[start].isspace():
+                start += 1
+        if page.char_end > start:
+            blocks.append(Block(start, page.char_end, TEXT, heading))
+    return blocks
+
+
+def load(data: bytes) -> LoadedText:
+    """A PDF's pages, titled by its outline, its running lines set apart, its hard-wrapped lines unwrapped."""
+    page_texts, outline = _pdf_pages(data)
+    text, pages = _normalize_pages(page_texts)
+    blocks = _page_blocks(text, pages, outline, running_lines(text, pages))
+    return LoadedText(unwrap_lines(text, blocks), "pdf", pages, blocks=blocks)
