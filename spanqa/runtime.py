@@ -218,6 +218,12 @@ class Runtime:
 
             torch.set_num_threads(self.settings.torch_threads)
 
+    def release_store(self) -> None:
+        """Close the vector index until next needed (the embedded store admits one process at a time)."""
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
     def close(self) -> None:
         self._wait_for_preload()
         if self._index is not None:

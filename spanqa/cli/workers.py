@@ -17,6 +17,7 @@ from workers.names import DEFAULT_WORKER_QUEUES
 
 if TYPE_CHECKING:
     from ingest.catalog import Catalog
+    from spanqa.settings import Settings
     from spanqa.types import Job
 
 # How often `jobs --watch` looks at the job again.
@@ -81,7 +82,12 @@ def watch(
     remove: bool,
     as_json: bool,
 ) -> None:
-    """Register PATH for the sweeper (`spanqa beat`); with no PATH, list the watched folders."""
+    """Keep PATH indexed as it changes; with no PATH, list the watched folders.
+
+    With a broker (SPANQA_BROKER_URL), PATH is registered for the sweeper (`spanqa beat` and the workers).
+    Without one, this process watches PATH itself: new, changed and removed files are ingested and pruned as
+    they settle, and Ctrl-C stops it after the run in progress (nothing is left half indexed).
+    """
     from ingest.catalog import Catalog
 
     settings = settings_from(ctx)
@@ -99,8 +105,15 @@ def watch(
             if not folder.is_dir():
                 raise UserError(f"not a folder: {path}")
             catalog.watch_folder(str(folder), include=include, exclude=exclude)
-            click.echo(f"watching {folder}")
-            return
+            if settings.broker_url is not None:
+                click.echo(
+                    f"watching {folder} (swept every {settings.sweep_interval_s:g} s by `spanqa beat`)"
+                )
+                return
+    if path is not None:
+        _watch_here(settings, Path(path).expanduser().absolute(), include, exclude)
+        return
+    with Catalog(settings.catalog_url) as catalog:
         folders = catalog.watched_folders()
     if as_json:
         print_json(folders)
@@ -109,6 +122,58 @@ def watch(
     else:
         for item in folders:
             click.echo(item["path"])
+
+
+def _watch_here(settings: Settings, folder: Path, include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
+    """Watch ``folder`` in this process: ingest and prune on every settled batch of changes."""
+    import signal
+    import threading
+
+    import watchfiles
+
+    from spanqa.runtime import Runtime
+
+    stop = threading.Event()
+    data_dir = settings.data_dir.absolute()
+
+    def interrupted(*_: object) -> None:
+        if not stop.is_set():
+            click.echo("stopping after the run in progress (Ctrl-C again to force)", err=True)
+            stop.set()
+        else:
+            raise KeyboardInterrupt
+
+    def relevant(_: watchfiles.Change, changed: str) -> bool:
+        # The data folder (its catalog changes with every run) and hidden files are never ingested.
+        candidate = Path(changed)
+        hidden = any(part.startswith(".") for part in candidate.relative_to(folder).parts)
+        return not hidden and not candidate.is_relative_to(data_dir)
+
+    def sweep(runtime: Runtime) -> None:
+        report = runtime.ingest_job().run([folder], prune=True, include=include, exclude=exclude)
+        # The embedded store is held only while a run writes: other spanqa commands may use it in between.
+        runtime.release_store()
+        s = report.summary()
+        if any(s[k] for k in ("new", "changed", "failed", "pruned")):
+            stamp = time.strftime("%H:%M:%S")
+            click.echo(
+                f"{stamp} {s['new']} new, {s['changed']} changed, {s['pruned']} removed, {s['failed']} failed"
+            )
+            for outcome in report.failures:
+                click.echo(f"  failed {outcome.path}: {outcome.error}")
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        with Runtime(settings) as runtime:
+            click.echo(f"watching {folder} in this process (no broker set); Ctrl-C stops")
+            sweep(runtime)
+            for _ in watchfiles.watch(folder, watch_filter=relevant, stop_event=stop, raise_interrupt=False):
+                sweep(runtime)
+                if stop.is_set():
+                    break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    click.echo("stopped watching")
 
 
 @click.command()

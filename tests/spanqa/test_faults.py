@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,50 @@ def test_the_vector_store_going_away_mid_ingest_is_a_one_line_error_and_loses_no
         assert index.point_ids(again.active_collection()) == catalog.chunk_ids()
     index.close()
     _consistent_catalog(settings)
+
+
+def test_watch_without_a_broker_ingests_changes_and_stops_cleanly(
+    settings: Settings, spanqa_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "first.txt").write_text("Warsaw is the capital of Poland. It lies on the Vistula river.")
+    env = {k: v for k, v in spanqa_env.items() if k != "SPANQA_BROKER_URL"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "spanqa.cli", "watch", str(docs)],
+        env={**{k: v for k, v in os.environ.items() if k != "SPANQA_BROKER_URL"}, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+    def indexed() -> set[str]:
+        if not settings.data_dir.exists():
+            return set()
+        with Catalog(settings.catalog_url) as catalog:
+            return {Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.INDEXED)}
+
+    def wait_for(condition: Callable[[], bool]) -> None:
+        deadline = time.time() + 120
+        while not condition():
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.time() < deadline
+            time.sleep(0.2)
+
+    try:
+        wait_for(lambda: indexed() == {"first.txt"})
+        (docs / "second.txt").write_text(SENTENCE * 3)
+        wait_for(lambda: indexed() == {"first.txt", "second.txt"})
+        (docs / "first.txt").unlink()
+        wait_for(lambda: indexed() == {"second.txt"})
+        # Between runs the store is free: another spanqa command answers from it meanwhile.
+        found = _spanqa(spanqa_env, "search", "Broncos", "--json")
+        assert found.returncode == 0, found.stderr
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert "stopped watching" in output and "1 new" in output and "1 removed" in output
+    _consistent(settings)

@@ -64,7 +64,8 @@ def test_worker_commands_explain_what_is_missing(settings: Settings) -> None:
 
 
 def test_watch_registers_folders(settings: Settings, tmp_path: Path) -> None:
-    env = {"SPANQA_DATA_DIR": str(settings.data_dir), "SPANQA_CONFIG": ""}
+    # With a broker the folder is registered for the sweeper (no connection is needed to register it).
+    env = {"SPANQA_DATA_DIR": str(settings.data_dir), "SPANQA_CONFIG": "", "SPANQA_BROKER_URL": "redis://x"}
     runner = CliRunner()
     assert runner.invoke(main, ["watch", str(tmp_path)], env=env).exit_code == 0
     assert str(tmp_path) in runner.invoke(main, ["watch"], env=env).output
