@@ -136,9 +136,11 @@ def ask(
 
         gateway = StoreGateway(runtime)
 
+        places = Places(runtime.catalog)
+
         def show(result: AskResult, *, compact_json: bool = False) -> None:
             if vimgrep:
-                _print_vimgrep(runtime.catalog, result)
+                _print_vimgrep(places, result)
             else:
                 _print_answers(
                     result,
@@ -147,6 +149,7 @@ def ask(
                     context=context,
                     compact_json=compact_json,
                     retrieval=settings.retrieval,
+                    places=places,
                 )
 
         if question != "-":
@@ -181,19 +184,45 @@ def ask(
             show(result, compact_json=True)
 
 
-def _print_vimgrep(catalog: Catalog, result: AskResult) -> None:
-    """PATH:LINE:COLUMN:ANSWER per answer, the position in the file on disk (see ingest/positions.py)."""
-    from ingest.positions import file_position
+#: Formats an editor opens as the text spanqa reads: their answers are placed by line and column.
+LINE_FORMATS = frozenset({"txt", "md", "html"})
 
+
+class Places:
+    """Where answers lie in the files on disk (see ingest/positions.py), each document read once."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._documents: dict[str, tuple[str, str]] = {}  # id -> (format, text)
+
+    def position(self, path: str, document_id: str, start: int, end: int) -> tuple[int, int] | None:
+        """(line, column) in the file, or None for a format editors do not open as its text (PDF, ...)."""
+        from ingest.positions import file_position
+
+        if document_id not in self._documents:
+            document = self.catalog.get_document(document_id)
+            self._documents[document_id] = (document.format, document.text) if document else ("", "")
+        fmt, text = self._documents[document_id]
+        if fmt not in LINE_FORMATS or not text:
+            return None
+        found = file_position(Path(path), text, start, end)
+        return found.line, found.column
+
+    def describe(self, path: str, document_id: str, start: int, end: int, page: int | None) -> str:
+        """``path:LINE:COLUMN`` as compilers print it, ``path (page N)``, or the path."""
+        if page is not None:
+            return f"{path} (page {page})"
+        at = self.position(path, document_id, start, end)
+        return f"{path}:{at[0]}:{at[1]}" if at else path
+
+
+def _print_vimgrep(places: Places, result: AskResult) -> None:
+    """PATH:LINE:COLUMN:ANSWER per answer, the position in the file on disk (1:1 for PDF, DOCX, ...)."""
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    texts: dict[str, str] = {}
     for a in result.answers:
-        if a.document_id not in texts:
-            document = catalog.get_document(a.document_id)
-            texts[a.document_id] = document.text if document is not None and document.text else ""
-        position = file_position(Path(a.path), texts[a.document_id], a.char_start, a.char_end)
-        click.echo(f"{a.path}:{position.line}:{position.column}:{' '.join(a.text.split())}")
+        line, column = places.position(a.path, a.document_id, a.char_start, a.char_end) or (1, 1)
+        click.echo(f"{a.path}:{line}:{column}:{' '.join(a.text.split())}")
 
 
 def _print_answers(
@@ -203,6 +232,7 @@ def _print_answers(
     min_score: float,
     context: int,
     retrieval: str,
+    places: Places,
     compact_json: bool = False,
 ) -> None:
     if as_json:
@@ -235,10 +265,15 @@ def _print_answers(
         header.append(a.text, style="bold green")
         header.append(f"   {confidence(a.score)}")
         out.print(header)
-        out.print(f"   [cyan]{where(a.path, a.page)}[/cyan]  chars {a.char_start}-{a.char_end}")
+        place = places.describe(a.path, a.document_id, a.char_start, a.char_end, a.page)
+        out.print(
+            f"   [cyan]{place}[/cyan]  [dim]text chars {a.char_start}-{a.char_end}[/dim]", highlight=False
+        )
         for source in a.also_in:
-            place = f"{where(source.path, source.page)}  chars {source.char_start}-{source.char_end}"
-            out.print(f"   [dim]also in[/dim] [cyan]{place}[/cyan]")
+            other = places.describe(
+                source.path, source.document_id, source.char_start, source.char_end, source.page
+            )
+            out.print(f"   [dim]also in[/dim] [cyan]{other}[/cyan]", highlight=False)
         around, around_start = answer_surroundings(a, context)
         start = a.char_start - around_start
         end = start + len(a.text)
