@@ -332,7 +332,7 @@ def create_app(runtime: Runtime) -> FastAPI:
             raise HTTPException(404, f"no job {job_id}")
         return job_dict(found)
 
-    page = _page()
+    page = _page(ingest_enabled=bool(runtime.settings.serve_root_paths))
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
@@ -348,11 +348,13 @@ def _warm_up(runtime: Runtime) -> None:
     runtime.reader.warm_up()
 
 
-def _page() -> str:
-    """The web page, with the words that go with a score (owned by spanqa.records) filled in."""
+def _page(*, ingest_enabled: bool) -> str:
+    """The web page, with the words that go with a score (owned by spanqa.records) and whether it may offer
+    to ingest filled in."""
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     words = json.dumps([[floor, word] for floor, word in CONFIDENCE_WORDS])
-    return html.replace("/*CONFIDENCE_WORDS*/[]", words)
+    html = html.replace("/*CONFIDENCE_WORDS*/[]", words)
+    return html.replace("/*INGEST_ENABLED*/false", json.dumps(ingest_enabled))
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -105,3 +105,50 @@ def test_ingest_ask_and_see_the_answer_in_its_document(server: tuple[str, Path],
         "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;",
         highlight,
     )
+
+
+def test_a_question_in_the_address_is_asked_and_the_address_follows_questions(
+    server: tuple[str, Path], browser: Any
+) -> None:
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, docs = server
+    wait = WebDriverWait(browser, 60)
+    browser.get(url + "#documents")  # the served roots are set: the page offers to ingest
+    assert browser.find_element(By.ID, "ingest-form").is_displayed()
+    assert not browser.find_element(By.ID, "ingest-off").is_displayed()
+    browser.find_element(By.ID, "ingest-path").send_keys(str(docs))
+    browser.find_element(By.CSS_SELECTOR, "#ingest-form button").click()
+    wait.until(ready.text_to_be_present_in_element((By.ID, "ingest-label"), "Done: 5 files"))
+
+    browser.get(url + "?q=" + quote(README_QUESTION))  # a shared link: asked on load
+    wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "#answers .answer")))
+    assert browser.find_element(By.ID, "question").get_attribute("value") == README_QUESTION
+    question = browser.find_element(By.ID, "question")
+    question.clear()
+    question.send_keys("Who won Super Bowl 50?")
+    browser.find_element(By.CSS_SELECTOR, "#ask-form button").click()
+    wait.until(lambda d: "Super%20Bowl%2050" in d.current_url)
+    browser.back()  # the previous question comes back with its address
+    wait.until(lambda d: d.find_element(By.ID, "question").get_attribute("value") == README_QUESTION)
+
+
+def test_without_served_roots_the_page_says_how_to_ingest(settings: Settings, browser: Any) -> None:
+    from fastapi.testclient import TestClient
+    from selenium.webdriver.common.by import By
+
+    with Runtime(settings) as runtime:
+        page = TestClient(create_app(runtime), base_url="http://127.0.0.1").get("/").text
+    assert "ingestEnabled: false" in page
+    target = Path(settings.data_dir).parent / "page.html"
+    # The page's own script, against a copy of the page served from a file (no API is needed to render it).
+    static = Path(__file__).resolve().parents[2] / "spanqa" / "server" / "static"
+    target.write_text(page.replace("/static/", static.as_uri() + "/"))
+    browser.get(target.as_uri() + "#documents")
+    assert browser.find_element(By.ID, "ingest-off").is_displayed()
+    assert "SPANQA_SERVE_ROOTS" in browser.find_element(By.ID, "ingest-off").text
+    assert not browser.find_element(By.ID, "ingest-form").is_displayed()

@@ -102,9 +102,12 @@ function showAnswers(result) {
 }
 
 async function ask(event) {
-  event.preventDefault();
+  if (event) event.preventDefault();
   const question = $("#question").value.trim();
   if (!question) return;
+  // The address follows the question: a page that answers it can be bookmarked or shared.
+  const address = `?q=${encodeURIComponent(question)}`;
+  if (location.search !== address) history.pushState(null, "", address);
   $("#ask-status").textContent = "Reading…";
   document.querySelectorAll("#ask-view .warning").forEach((node) => node.remove());
   try {
@@ -193,8 +196,21 @@ function route() {
   }
 }
 
+function askFromAddress() {
+  const question = new URLSearchParams(location.search).get("q");
+  if (question && question !== $("#question").value.trim()) {
+    $("#question").value = question;
+    ask();
+  }
+}
+
+// The ingest form only where the server ingests over HTTP; otherwise say how to turn it on.
+$("#ingest-form").hidden = !window.SPANQA.ingestEnabled;
+$("#ingest-off").hidden = window.SPANQA.ingestEnabled;
 $("#ask-form").addEventListener("submit", ask);
 $("#ingest-form").addEventListener("submit", ingest);
+window.addEventListener("popstate", askFromAddress);
 $("#back").addEventListener("click", (event) => { event.preventDefault(); history.back(); });
 window.addEventListener("hashchange", route);
 route();
+askFromAddress();
