@@ -12,8 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ingest.loaders import HEAD_BYTES, LoadError, decode_file_text, detect_format, normalize_whitespace
+
+if TYPE_CHECKING:
+    from ingest.catalog import Catalog
+    from spanqa.types import Answer
 
 # What may stand between two words of an answer in a source file: whitespace, tags, Markdown emphasis and
 # code marks, link brackets.
@@ -83,3 +88,37 @@ def file_position(path: Path, indexed_text: str, char_start: int, char_end: int)
     if not matches:
         return start_of_file
     return _position(raw, matches[min(occurrence, len(matches) - 1)].start(), encoding)
+
+
+#: Formats an editor opens as the text spanqa reads: their answers are placed by line and column.
+LINE_FORMATS = frozenset({"txt", "md", "html"})
+
+
+class Places:
+    """Where answers lie in the files on disk (see ingest/positions.py), each document read once."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._documents: dict[str, tuple[str, str]] = {}  # id -> (format, text)
+
+    def position(self, path: str, document_id: str, start: int, end: int) -> tuple[int, int] | None:
+        """(line, column) in the file, or None for a format editors do not open as its text (PDF, ...)."""
+        if document_id not in self._documents:
+            document = self.catalog.get_document(document_id)
+            self._documents[document_id] = (document.format, document.text) if document else ("", "")
+        fmt, text = self._documents[document_id]
+        if fmt not in LINE_FORMATS or not text:
+            return None
+        found = file_position(Path(path), text, start, end)
+        return found.line, found.column
+
+    def of_answer(self, answer: Answer) -> tuple[int, int] | None:
+        """(line, column) of an answer in its file, where its format has lines."""
+        return self.position(answer.path, answer.document_id, answer.char_start, answer.char_end)
+
+    def describe(self, path: str, document_id: str, start: int, end: int, page: int | None) -> str:
+        """``path:LINE:COLUMN`` as compilers print it, ``path (page N)``, or the path."""
+        if page is not None:
+            return f"{path} (page {page})"
+        at = self.position(path, document_id, start, end)
+        return f"{path}:{at[0]}:{at[1]}" if at else path

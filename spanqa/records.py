@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from spanqa.pipeline import AskResult, SearchResult
-    from spanqa.types import Chunk, Document, Job, Passage
+    from spanqa.types import Answer, Chunk, Document, Job, Passage
 
 
 #: How a probability of being right reads in words (the first whose floor it reaches); the web page gets
@@ -96,12 +96,28 @@ def job_dict(job: Job) -> dict[str, Any]:
     }
 
 
-def ask_record(result: AskResult) -> dict[str, Any]:
-    """One asked question: its answers (best first), the passages read, timings and warnings."""
+def ask_record(
+    result: AskResult, *, positions: Callable[[Answer], tuple[int, int] | None] | None = None
+) -> dict[str, Any]:
+    """One asked question: its answers (best first), the passages read, timings and warnings.
+
+    Args:
+        result: what ``pipeline.ask`` returned.
+        positions: where an answer lies in its file, as (line, byte column), where its format has lines
+            (``ingest.positions.Places.of_answer``): each answer gets ``line`` and ``column`` (None for a
+            PDF, a DOCX, a man page...) beside its offsets into the extracted text.
+    """
+    answers = []
+    for a in result.answers:
+        record = a.to_dict()
+        if positions is not None:
+            at = positions(a)
+            record["line"], record["column"] = at if at else (None, None)
+        answers.append(record)
     return {
         "question": result.question,
         "abstained": result.abstained,
-        "answers": [a.to_dict() for a in result.answers],
+        "answers": answers,
         "passages": [passage_dict(p) for p in result.passages],
         "timings_ms": timings_ms(result.timings),
         "warnings": result.warnings,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -15,7 +14,7 @@ from spanqa.records import ask_record, confidence, search_record
 from spanqa.runtime import Runtime, require_data
 
 if TYPE_CHECKING:
-    from ingest.catalog import Catalog
+    from ingest.positions import Places
     from spanqa.pipeline import AskResult
     from spanqa.types import Answer
 
@@ -136,6 +135,8 @@ def ask(
 
         gateway = StoreGateway(runtime)
 
+        from ingest.positions import Places
+
         places = Places(runtime.catalog)
 
         def show(result: AskResult, *, compact_json: bool = False) -> None:
@@ -184,38 +185,6 @@ def ask(
             show(result, compact_json=True)
 
 
-#: Formats an editor opens as the text spanqa reads: their answers are placed by line and column.
-LINE_FORMATS = frozenset({"txt", "md", "html"})
-
-
-class Places:
-    """Where answers lie in the files on disk (see ingest/positions.py), each document read once."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-        self._documents: dict[str, tuple[str, str]] = {}  # id -> (format, text)
-
-    def position(self, path: str, document_id: str, start: int, end: int) -> tuple[int, int] | None:
-        """(line, column) in the file, or None for a format editors do not open as its text (PDF, ...)."""
-        from ingest.positions import file_position
-
-        if document_id not in self._documents:
-            document = self.catalog.get_document(document_id)
-            self._documents[document_id] = (document.format, document.text) if document else ("", "")
-        fmt, text = self._documents[document_id]
-        if fmt not in LINE_FORMATS or not text:
-            return None
-        found = file_position(Path(path), text, start, end)
-        return found.line, found.column
-
-    def describe(self, path: str, document_id: str, start: int, end: int, page: int | None) -> str:
-        """``path:LINE:COLUMN`` as compilers print it, ``path (page N)``, or the path."""
-        if page is not None:
-            return f"{path} (page {page})"
-        at = self.position(path, document_id, start, end)
-        return f"{path}:{at[0]}:{at[1]}" if at else path
-
-
 def _print_vimgrep(places: Places, result: AskResult) -> None:
     """PATH:LINE:COLUMN:ANSWER per answer, the position in the file on disk (1:1 for PDF, DOCX, ...)."""
     for warning in result.warnings:
@@ -236,7 +205,7 @@ def _print_answers(
     compact_json: bool = False,
 ) -> None:
     if as_json:
-        print_json(ask_record(result), compact=compact_json)
+        print_json(ask_record(result, positions=places.of_answer), compact=compact_json)
         return
     from rich.text import Text
 

@@ -27,6 +27,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ingest.job import Progress
+from ingest.positions import Places
 from spanqa import __version__, pipeline
 from spanqa.errors import SpanqaError, first_line
 from spanqa.records import (
@@ -243,8 +244,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         if len(question) > settings.serve_max_question_chars:
             limit = settings.serve_max_question_chars
             raise HTTPException(422, f"the question is over {limit} characters (serve_max_question_chars)")
-        result = await gate.run(
-            lambda: pipeline.ask(
+        def answer() -> dict[str, Any]:
+            result = pipeline.ask(
                 runtime,
                 question,
                 passages=body.passages,
@@ -252,8 +253,10 @@ def create_app(runtime: Runtime) -> FastAPI:
                 path_glob=body.path,
                 min_score=body.min_score,
             )
-        )
-        return ask_record(result)
+            # Placing answers reads their files: in the worker thread too, never on the event loop.
+            return ask_record(result, positions=Places(runtime.catalog).of_answer)
+
+        return await gate.run(answer)
 
     @app.get("/search", response_model=SearchResponse, dependencies=api)
     async def search(

@@ -72,6 +72,10 @@ class AnswerOut(BaseModel):
     context_start: int
     also_in: list[SourceOut]
     passage: AnswerPassage
+    #: Where the answer starts in the file on disk (1-based line, byte column), for text, Markdown and HTML
+    #: files; None for formats editors do not open as their text (PDF, DOCX, man pages...).
+    line: int | None = None
+    column: int | None = None
 
 
 class AskResponse(BaseModel):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from ingest.positions import Places
 from spanqa import pipeline
 from spanqa.records import ask_record
 from spanqa.runtime import Runtime
@@ -58,7 +59,8 @@ def test_ask_gives_the_cli_shape_with_exact_spans(served: tuple[TestClient, Runt
     response = client.post("/ask", json={"question": "Who won the game?", "answers": 2, "passages": 3})
     assert response.status_code == 200, response.text
     data = response.json()
-    expected = ask_record(pipeline.ask(runtime, "Who won the game?", answers=2, passages=3))
+    result = pipeline.ask(runtime, "Who won the game?", answers=2, passages=3)
+    expected = ask_record(result, positions=Places(runtime.catalog).of_answer)
     for record in (data, expected):
         record.pop("timings_ms")
     assert data == expected  # the same record as `spanqa ask --json`

@@ -302,6 +302,8 @@ def test_ask_vimgrep_points_into_the_file(cli: tuple[CliRunner, dict[str, str], 
     for line, answer in zip(lines, answers["answers"], strict=True):
         path, row, column, text = line.split(":", 3)
         assert path == answer["path"] and text == " ".join(answer["text"].split())
+        # --json gives the same place beside the offsets into the extracted text.
+        assert (answer["line"], answer["column"]) == (int(row), int(column))
         # The line and (byte) column of the file itself: the answer starts there. A random model's
         # span may end mid-word, so the file's text from that point must start with the answer.
         lines_from_row = "".join(Path(path).read_text().splitlines(keepends=True)[int(row) - 1 :])
