@@ -20,6 +20,8 @@ CONFIG_FILE_NAME = "spanqa.toml"
 DATA_DIR_NAME = ".spanqa"
 #: The SQLite catalog's file in the data folder (when no database_url is set).
 CATALOG_FILE_NAME = "catalog.sqlite3"
+#: Where a running `spanqa serve` leaves its address in the data folder, for the CLI to ask through it.
+SERVER_FILE_NAME = "serve.json"
 DEFAULT_RETRIEVER_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_READER_MODEL = "spanqa-reader-minilm"
 SECRET_FIELDS = frozenset({"qdrant_api_key", "api_key"})
@@ -139,6 +141,11 @@ class Settings:
         """The folders ``POST /ingest`` may read, resolved (``serve_roots``: joined by ``os.pathsep``)."""
         parts = [part for part in self.serve_roots.split(os.pathsep) if part.strip()]
         return tuple(Path(os.path.expanduser(part)).resolve() for part in parts)
+
+    @property
+    def server_file(self) -> Path:
+        """Where a running ``spanqa serve`` on this data folder leaves its address."""
+        return self.data_dir / SERVER_FILE_NAME
 
     @property
     def qdrant_path(self) -> Path:

@@ -5,8 +5,11 @@ The CLI (and the server) call these; they never talk to Celery themselves.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ingest.catalog import Catalog
@@ -21,6 +24,8 @@ from workers import names
 logger = logging.getLogger(__name__)
 
 PING_TIMEOUT_S = 2.0
+#: The routes of `spanqa serve` that answer for other spanqa processes on its data folder.
+INTERNAL_ASK, INTERNAL_SEARCH = "/internal/ask", "/internal/search"
 
 
 class WorkerUnavailableError(SpanqaError):
@@ -130,6 +135,67 @@ class WorkerClient:
         return data
 
 
+def announce_server(path: Path, url: str) -> None:
+    """Leave a running server's address in the data folder (written whole, then renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+    temporary.replace(path)
+
+
+def withdraw_server(path: Path) -> None:
+    """Remove this process's address (never another server's)."""
+    try:
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def running_server(settings: Settings) -> str | None:
+    """The URL of the `spanqa serve` that holds this data folder's store, when it is still running."""
+    try:
+        data = json.loads(settings.server_file.read_text(encoding="utf-8"))
+        os.kill(int(data["pid"]), 0)  # a server killed without cleaning up leaves a stale file
+        return str(data["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class ServerClient:
+    """Runs ask and search on the running `spanqa serve` of this data folder (its internal routes return
+    what a worker returns: ``AskResult.to_dict()``, ``SearchResult.to_dict()``)."""
+
+    def __init__(self, settings: Settings, url: str) -> None:
+        self.settings = settings
+        self.url = url.rstrip("/")
+
+    def call(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"{self.url}{route}",
+            data=json.dumps(payload).encode(),
+            headers={"content-type": "application/json"},
+            method="POST",
+        )
+        if self.settings.api_key:
+            request.add_header("X-API-Key", self.settings.api_key)
+        try:
+            with urllib.request.urlopen(request, timeout=self.settings.ask_timeout_s) as response:
+                data: dict[str, Any] = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read()).get("error", exc.reason)
+            except ValueError:
+                message = exc.reason
+            raise WorkerUnavailableError(f"the server at {self.url} answered {exc.code}: {message}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise WorkerUnavailableError(f"the server at {self.url} did not answer ({exc})") from None
+        return data
+
+
 class StoreGateway:
     """Runs ask and search here, or on the worker that owns the embedded store when one holds it.
 
@@ -141,6 +207,7 @@ class StoreGateway:
         self.runtime = runtime
         self.on_worker = False
         self._client: WorkerClient | None = None
+        self._server: ServerClient | None = None
 
     def warm_up_reader(self) -> None:
         """Load the reader here, unless the questions go to a worker."""
@@ -166,23 +233,36 @@ class StoreGateway:
                 path_glob=path_glob,
                 min_score=min_score,
             )
-        data = self._call(names.ASK, question, passages, answers, path_glob, min_score)
+        if self._server is not None:
+            options = {"passages": passages, "answers": answers, "path": path_glob, "min_score": min_score}
+            data = self._server.call(INTERNAL_ASK, {"question": question, **options})
+        else:
+            data = self._call(names.ASK, question, passages, answers, path_glob, min_score)
         return pipeline.AskResult.from_dict(data)
 
     def search(self, query: str, *, top_k: int, path_glob: str | None) -> pipeline.SearchResult:
         """``pipeline.search`` here or on the worker."""
         if not self._use_worker_if_store_is_held():
             return pipeline.search(self.runtime, query, top_k=top_k, path_glob=path_glob)
-        return pipeline.SearchResult.from_dict(self._call(names.SEARCH, query, top_k, path_glob))
+        if self._server is not None:
+            data = self._server.call(INTERNAL_SEARCH, {"query": query, "top_k": top_k, "path": path_glob})
+        else:
+            data = self._call(names.SEARCH, query, top_k, path_glob)
+        return pipeline.SearchResult.from_dict(data)
 
     def _use_worker_if_store_is_held(self) -> bool:
         if not self.on_worker:
             try:
                 self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
             except VectorIndexInUseError as exc:
-                if self.runtime.settings.broker_url is None:
+                url = running_server(self.runtime.settings)
+                if url is not None:
+                    logger.info("%s; asking the server at %s", exc, url)
+                    self._server = ServerClient(self.runtime.settings, url)
+                elif self.runtime.settings.broker_url is None:
                     raise
-                logger.info("%s; asking the worker", exc)
+                else:
+                    logger.info("%s; asking the worker", exc)
                 self.on_worker = True
         return self.on_worker
 

@@ -8,6 +8,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.runtime import Runtime
+from workers.client import announce_server, withdraw_server
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -40,7 +41,13 @@ def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
         where = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
         click.echo(f"spanqa serving {settings.data_dir} on {where} (Ctrl+C to stop)", err=True)
         config = uvicorn.Config(app, log_level=log_level, access_log=False)
-        uvicorn.Server(config).run(sockets=[listening])
+        # Other spanqa commands on this data folder find the server here and ask through it.
+        local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        announce_server(settings.server_file, f"http://{local if ':' not in local else f'[{local}]'}:{bound}")
+        try:
+            uvicorn.Server(config).run(sockets=[listening])
+        finally:
+            withdraw_server(settings.server_file)
 
 
 def _listen(host: str, port: int) -> socket.socket:

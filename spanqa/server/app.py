@@ -47,6 +47,7 @@ from spanqa.server.models import (
     ErrorOut,
     Health,
     IngestRequest,
+    InternalSearch,
     JobOut,
     SearchResponse,
 )
@@ -58,6 +59,7 @@ from spanqa.server.security import (
     served_path,
 )
 from spanqa.types import DocumentStatus, Job
+from workers.client import INTERNAL_ASK, INTERNAL_SEARCH
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +246,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         if len(question) > settings.serve_max_question_chars:
             limit = settings.serve_max_question_chars
             raise HTTPException(422, f"the question is over {limit} characters (serve_max_question_chars)")
+
         def answer() -> dict[str, Any]:
             result = pipeline.ask(
                 runtime,
@@ -270,6 +273,29 @@ def create_app(runtime: Runtime) -> FastAPI:
             raise HTTPException(422, f"the query must have 1 to {limit} characters")
         result = await gate.run(lambda: pipeline.search(runtime, query, top_k=k, path_glob=path))
         return search_record(query, result)
+
+    # For other spanqa processes on this data folder (the store admits one process): the same work as
+    # /ask and /search, answered in the shape a worker returns (AskResult / SearchResult), not for clients.
+    @app.post(INTERNAL_ASK, dependencies=api, include_in_schema=False)
+    async def internal_ask(body: AskRequest) -> dict[str, Any]:
+        result = await gate.run(
+            lambda: pipeline.ask(
+                runtime,
+                body.question,
+                passages=body.passages,
+                answers=body.answers,
+                path_glob=body.path,
+                min_score=body.min_score,
+            )
+        )
+        return result.to_dict()
+
+    @app.post(INTERNAL_SEARCH, dependencies=api, include_in_schema=False)
+    async def internal_search(body: InternalSearch) -> dict[str, Any]:
+        found = await gate.run(
+            lambda: pipeline.search(runtime, body.query, top_k=body.top_k, path_glob=body.path)
+        )
+        return found.to_dict()
 
     @app.get("/documents", response_model=list[DocumentOut], dependencies=api)
     async def documents(

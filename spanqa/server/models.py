@@ -17,6 +17,14 @@ class AskRequest(BaseModel):
     path: str | None = Field(default=None, max_length=1000, description="only documents matching this glob")
 
 
+class InternalSearch(BaseModel):
+    """A search another spanqa process on the same data folder sends to the server."""
+
+    query: str = Field(min_length=1)
+    top_k: int = Field(default=5, ge=1, le=200)
+    path: str | None = Field(default=None, max_length=1000)
+
+
 class CopyOut(BaseModel):
     """A near-duplicate folded into a passage (not read again): where it lives."""
 

@@ -319,3 +319,49 @@ def test_watch_without_a_broker_ingests_changes_and_stops_cleanly(
     assert process.returncode == 0, output
     assert "stopped watching" in output and "1 new" in output and "1 removed" in output
     _consistent(settings)
+
+
+def test_the_cli_asks_through_a_running_server_on_the_same_folder(
+    settings: Settings, spanqa_env: dict[str, str], tmp_path: Path
+) -> None:
+    import socket
+    import urllib.request
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "game.txt").write_text(SENTENCE * 3)
+    assert _spanqa(spanqa_env, "ingest", str(docs)).returncode == 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "spanqa.cli", "serve", "--port", str(port)],
+        env={**os.environ, **spanqa_env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while True:
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                    if json.loads(response.read())["models_loaded"]:
+                        break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the server did not start"
+            time.sleep(0.3)
+        assert settings.server_file.is_file()
+        # The server holds the store; the CLI on the same folder asks through it instead of failing.
+        asked = _spanqa(spanqa_env, "ask", "Who won the game?", "--json", "--min-score", "0")
+        assert asked.returncode == 0, asked.stderr
+        answers = json.loads(asked.stdout)["answers"]
+        assert answers and all(a["path"].endswith("game.txt") for a in answers)
+        found = _spanqa(spanqa_env, "search", "Broncos", "--json")
+        assert found.returncode == 0 and json.loads(found.stdout)["passages"], found.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    assert not settings.server_file.exists()  # the address goes with the server
