@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 PING_TIMEOUT_S = 2.0
 #: The routes of `spanqa serve` that answer for other spanqa processes on its data folder.
 INTERNAL_ASK, INTERNAL_SEARCH = "/internal/ask", "/internal/search"
+#: The header that carries the token the server left in the data folder (who can read it may ask through it).
+INTERNAL_TOKEN_HEADER = "X-Spanqa-Token"
 
 
 class WorkerUnavailableError(SpanqaError):
@@ -135,11 +137,14 @@ class WorkerClient:
         return data
 
 
-def announce_server(path: Path, url: str) -> None:
-    """Leave a running server's address in the data folder (written whole, then renamed into place)."""
+def announce_server(path: Path, url: str, token: str) -> None:
+    """Leave a running server's address and token in the data folder, readable by its owner only (written
+    whole, then renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps({"url": url, "pid": os.getpid()}), encoding="utf-8")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({"url": url, "pid": os.getpid(), "token": token}, handle)
     temporary.replace(path)
 
 
@@ -152,12 +157,12 @@ def withdraw_server(path: Path) -> None:
         pass
 
 
-def running_server(settings: Settings) -> str | None:
-    """The URL of the `spanqa serve` that holds this data folder's store, when it is still running."""
+def running_server(settings: Settings) -> tuple[str, str] | None:
+    """The URL and token of the `spanqa serve` that holds this data folder's store, while it runs."""
     try:
         data = json.loads(settings.server_file.read_text(encoding="utf-8"))
         os.kill(int(data["pid"]), 0)  # a server killed without cleaning up leaves a stale file
-        return str(data["url"])
+        return str(data["url"]), str(data["token"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -166,9 +171,10 @@ class ServerClient:
     """Runs ask and search on the running `spanqa serve` of this data folder (its internal routes return
     what a worker returns: ``AskResult.to_dict()``, ``SearchResult.to_dict()``)."""
 
-    def __init__(self, settings: Settings, url: str) -> None:
+    def __init__(self, settings: Settings, url: str, token: str) -> None:
         self.settings = settings
         self.url = url.rstrip("/")
+        self.token = token
 
     def call(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
         import urllib.error
@@ -177,7 +183,7 @@ class ServerClient:
         request = urllib.request.Request(
             f"{self.url}{route}",
             data=json.dumps(payload).encode(),
-            headers={"content-type": "application/json"},
+            headers={"content-type": "application/json", INTERNAL_TOKEN_HEADER: self.token},
             method="POST",
         )
         if self.settings.api_key:
@@ -255,10 +261,10 @@ class StoreGateway:
             try:
                 self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store
             except VectorIndexInUseError as exc:
-                url = running_server(self.runtime.settings)
-                if url is not None:
-                    logger.info("%s; asking the server at %s", exc, url)
-                    self._server = ServerClient(self.runtime.settings, url)
+                server = running_server(self.runtime.settings)
+                if server is not None:
+                    logger.info("%s; asking the server at %s", exc, server[0])
+                    self._server = ServerClient(self.runtime.settings, *server)
                 elif self.runtime.settings.broker_url is None:
                     raise
                 else:

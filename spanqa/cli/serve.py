@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import socket
 
 import click
@@ -36,14 +37,16 @@ def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
     listening = _listen(host, port)
     with Runtime(settings) as runtime, listening:
         runtime.index  # noqa: B018 - opening the store now: "in use" is a one-line error, not a server crash
-        app = create_app(runtime)
+        token = secrets.token_urlsafe(32)
+        app = create_app(runtime, internal_token=token)
         bound = listening.getsockname()[1]
         where = f"http://{host if ':' not in host else f'[{host}]'}:{bound}/"
         click.echo(f"spanqa serving {settings.data_dir} on {where} (Ctrl+C to stop)", err=True)
         config = uvicorn.Config(app, log_level=log_level, access_log=False)
         # Other spanqa commands on this data folder find the server here and ask through it.
         local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        announce_server(settings.server_file, f"http://{local if ':' not in local else f'[{local}]'}:{bound}")
+        address = f"http://{local if ':' not in local else f'[{local}]'}:{bound}"
+        announce_server(settings.server_file, address, token)
         try:
             uvicorn.Server(config).run(sockets=[listening])
         finally:

@@ -59,7 +59,7 @@ from spanqa.server.security import (
     served_path,
 )
 from spanqa.types import DocumentStatus, Job
-from workers.client import INTERNAL_ASK, INTERNAL_SEARCH
+from workers.client import INTERNAL_ASK, INTERNAL_SEARCH, INTERNAL_TOKEN_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -186,11 +186,13 @@ class _IngestRunner:
             self._lock.release()
 
 
-def create_app(runtime: Runtime) -> FastAPI:
+def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAPI:
     """The app over an opened ``runtime`` (its store is this process's; its models load at start-up).
 
     Args:
         runtime: the components; the app closes nothing (the caller owns the runtime).
+        internal_token: with it, the internal routes other spanqa processes on the same data folder ask
+            through; they must send it (it is in the data folder's ``serve.json``, readable by its owner).
     """
     settings = runtime.settings
     gate = _Gate(settings.serve_concurrency, settings.serve_queue)
@@ -276,7 +278,14 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     # For other spanqa processes on this data folder (the store admits one process): the same work as
     # /ask and /search, answered in the shape a worker returns (AskResult / SearchResult), not for clients.
-    @app.post(INTERNAL_ASK, dependencies=api, include_in_schema=False)
+    async def require_token(request: Request) -> None:
+        given = request.headers.get(INTERNAL_TOKEN_HEADER)
+        if internal_token is None or not key_matches(internal_token, given or ""):
+            raise HTTPException(403, "internal route: only spanqa processes on this data folder")
+
+    internal = [*api, Depends(require_token)]
+
+    @app.post(INTERNAL_ASK, dependencies=internal, include_in_schema=False)
     async def internal_ask(body: AskRequest) -> dict[str, Any]:
         result = await gate.run(
             lambda: pipeline.ask(
@@ -290,7 +299,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         )
         return result.to_dict()
 
-    @app.post(INTERNAL_SEARCH, dependencies=api, include_in_schema=False)
+    @app.post(INTERNAL_SEARCH, dependencies=internal, include_in_schema=False)
     async def internal_search(body: InternalSearch) -> dict[str, Any]:
         found = await gate.run(
             lambda: pipeline.search(runtime, body.query, top_k=body.top_k, path_glob=body.path)

@@ -283,3 +283,25 @@ def test_a_shutdown_stops_a_running_ingest_after_its_file(settings: Settings, tm
         assert 2 <= len(indexed) < 150
         for document in indexed:  # each file it did is whole
             assert len(runtime.catalog.chunks_of(document.id)) == document.num_chunks > 0
+
+
+def test_internal_routes_answer_only_with_the_data_folders_token(settings: Settings, docs: Path) -> None:
+    from spanqa.pipeline import AskResult
+    from workers.client import INTERNAL_ASK, INTERNAL_TOKEN_HEADER
+
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+    with Runtime(settings) as runtime:
+        plain = TestClient(create_app(runtime), base_url=LOCAL)
+        # A server started without a token (not by `spanqa serve`) has no internal route to offer.
+        assert plain.post(INTERNAL_ASK, json={"question": "Who won?"}).status_code == 403
+        with TestClient(create_app(runtime, internal_token="s3cret-token"), base_url=LOCAL) as client:
+            body = {"question": "Who won the game?", "min_score": 0.0}
+            assert client.post(INTERNAL_ASK, json=body).status_code == 403
+            wrong = client.post(INTERNAL_ASK, json=body, headers={INTERNAL_TOKEN_HEADER: "guess"})
+            assert wrong.status_code == 403 and set(wrong.json()) == {"error"}
+            right = client.post(INTERNAL_ASK, json=body, headers={INTERNAL_TOKEN_HEADER: "s3cret-token"})
+            assert right.status_code == 200
+            result = AskResult.from_dict(right.json())  # what a worker returns, for the CLI to print
+            assert result.question == "Who won the game?" and result.passages
+            assert INTERNAL_ASK not in client.get("/openapi.json").json()["paths"]
