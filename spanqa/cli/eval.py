@@ -14,6 +14,12 @@ from spanqa.cli._output import console, print_json, progress_bar
 from spanqa.runtime import Runtime
 
 
+#: One spelling of --passages for every evaluation.
+passages_option = click.option(
+    "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
+)
+
+
 @click.group("eval")
 def eval_group() -> None:
     """Measure the whole pipeline on benchmark data."""
@@ -29,9 +35,7 @@ def eval_group() -> None:
     type=click.IntRange(1),
     help="Ask N questions spread over all articles (those whose SHA-1 of the id sorts first).",
 )
-@click.option(
-    "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
-)
+@passages_option
 @click.option(
     "--out",
     "out_dir",
@@ -122,9 +126,7 @@ def eval_squad(
 
 @eval_group.command("docs")
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
-)
+@passages_option
 @click.option(
     "--out",
     "out_dir",
