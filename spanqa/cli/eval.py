@@ -13,7 +13,6 @@ from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
 from spanqa.runtime import Runtime
 
-
 #: One spelling of --passages for every evaluation.
 passages_option = click.option(
     "--passages", type=click.IntRange(1, 200), help="Passages the reader reads (default: the setting)."
