@@ -91,6 +91,33 @@ class IngestReport:
     def summary(self) -> dict[str, int]:
         return {status: self.count(status) for status in (NEW, CHANGED, UNCHANGED, FAILED, PRUNED)}
 
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``spanqa ingest --json`` prints it (and as a server sends it to the CLI)."""
+        return {
+            "summary": self.summary(),
+            "chunks_embedded": self.chunks_embedded,
+            "seconds": round(self.seconds, 3),
+            "model_load_seconds": round(self.load_seconds, 3),
+            "chunks_per_second": round(self.chunks_per_second, 2),
+            "orphans_removed": self.orphans_removed,
+            "skipped": dict(self.skipped),
+            "skipped_files": [dataclasses.asdict(f) for f in self.skipped_files],
+            "files": [dataclasses.asdict(o) for o in self.outcomes],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestReport:
+        """The report ``to_dict`` gave (``chunks_per_second`` and ``summary`` follow from the rest)."""
+        return cls(
+            outcomes=[FileOutcome(**o) for o in data["files"]],
+            seconds=float(data["seconds"]),
+            chunks_embedded=int(data["chunks_embedded"]),
+            orphans_removed=int(data["orphans_removed"]),
+            skipped={str(k): int(v) for k, v in data["skipped"].items()},
+            skipped_files=[SkippedFile(**f) for f in data["skipped_files"]],
+            load_seconds=float(data["model_load_seconds"]),
+        )
+
 
 @dataclass(frozen=True)
 class Progress:

@@ -82,6 +82,9 @@ class Settings:
     broker_visibility_timeout_s: float = 3600.0
     document_lock_timeout_s: float = 600.0
     ask_timeout_s: float = 120.0
+    #: How long a command waits for the process that holds the store to finish the write in hand (a running
+    #: server's ingest job) before a one-line error.
+    store_wait_s: float = 120.0
 
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
     pooling: str = "auto"

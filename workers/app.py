@@ -32,7 +32,7 @@ def create_app(settings: Settings | None = None, state: WorkerState | None = Non
         worker_prefetch_multiplier=1,
         task_serializer="json",
         accept_content=["json"],
-        # Only asks return results (their tasks set ignore_result=False); they expire once read or unread.
+        # Only asks and removals return results (ignore_result=False); they expire once read or unread.
         result_backend=settings.broker_url,
         result_expires=600,
         task_ignore_result=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 PING_TIMEOUT_S = 2.0
 #: The routes of `spanqa serve` that answer for other spanqa processes on its data folder.
 INTERNAL_ASK, INTERNAL_SEARCH = "/internal/ask", "/internal/search"
+INTERNAL_INGEST, INTERNAL_REMOVE = "/internal/ingest", "/internal/remove"
+#: A streamed answer (an ingest's progress) sends a line at least this often, so that a silent server is a
+#: dead one.
+STREAM_HEARTBEAT_S = 2.0
 #: The header that carries the token the server left in the data folder (who can read it may ask through it).
 INTERNAL_TOKEN_HEADER = "X-Spanqa-Token"
 
@@ -177,7 +181,33 @@ class ServerClient:
         self.token = token
 
     def call(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST ``payload`` to ``route`` and return the JSON answer."""
         import urllib.error
+
+        try:
+            with self._open(route, payload, timeout=self.settings.ask_timeout_s) as response:
+                data: dict[str, Any] = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise self._refused(exc) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise WorkerUnavailableError(f"the server at {self.url} did not answer ({exc})") from None
+        return data
+
+    def stream(self, route: str, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """POST ``payload`` to ``route`` and yield each line of its JSON-lines answer as it comes."""
+        import urllib.error
+
+        try:
+            with self._open(route, payload, timeout=STREAM_HEARTBEAT_S * 15) as response:
+                for line in response:
+                    if line.strip():
+                        yield json.loads(line)
+        except urllib.error.HTTPError as exc:
+            raise self._refused(exc) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise WorkerUnavailableError(f"the server at {self.url} stopped answering ({exc})") from None
+
+    def _open(self, route: str, payload: dict[str, Any], *, timeout: float) -> Any:
         import urllib.request
 
         request = urllib.request.Request(
@@ -188,22 +218,19 @@ class ServerClient:
         )
         if self.settings.api_key:
             request.add_header("X-API-Key", self.settings.api_key)
+        return urllib.request.urlopen(request, timeout=timeout)
+
+    def _refused(self, exc: Any) -> WorkerUnavailableError:
         try:
-            with urllib.request.urlopen(request, timeout=self.settings.ask_timeout_s) as response:
-                data: dict[str, Any] = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            try:
-                message = json.loads(exc.read()).get("error", exc.reason)
-            except ValueError:
-                message = exc.reason
-            raise WorkerUnavailableError(f"the server at {self.url} answered {exc.code}: {message}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise WorkerUnavailableError(f"the server at {self.url} did not answer ({exc})") from None
-        return data
+            message = json.loads(exc.read()).get("error", exc.reason)
+        except ValueError:
+            message = exc.reason
+        return WorkerUnavailableError(f"the server at {self.url} answered {exc.code}: {message}")
 
 
 class StoreGateway:
-    """Runs ask and search here, or on the worker that owns the embedded store when one holds it.
+    """Runs ask, search and removal here, or in the process that holds the embedded store (a running
+    `spanqa serve`, else a worker).
 
     Args:
         runtime: this process's components; its index is opened to learn whether another process holds it.
@@ -256,6 +283,25 @@ class StoreGateway:
             data = self._call(names.SEARCH, query, top_k, path_glob)
         return pipeline.SearchResult.from_dict(data)
 
+    def remove(self, document_id: str) -> None:
+        """Drop a document's points and mark it deleted, here or by the process that holds the store."""
+        if not self._use_worker_if_store_is_held():
+            self.runtime.ingest_job().remove_document(document_id)
+        elif self._server is not None:
+            self._server.call(INTERNAL_REMOVE, {"document_id": document_id})
+        else:
+            self._call(names.DELETE_DOCUMENT, document_id)
+
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the store (a server or a worker answers for it); raises
+        ``VectorIndexInUseError`` when one holds it and neither can."""
+        return self._use_worker_if_store_is_held()
+
+    @property
+    def server(self) -> ServerClient | None:
+        """The running `spanqa serve` that holds the store, once ``held_elsewhere`` found one."""
+        return self._server
+
     def _use_worker_if_store_is_held(self) -> bool:
         if not self.on_worker:
             try:
@@ -272,7 +318,7 @@ class StoreGateway:
                 self.on_worker = True
         return self.on_worker
 
-    def _call(self, task: str, *args: Any) -> dict[str, Any]:
+    def _call(self, task: str, *args: Any) -> Any:
         if self._client is None:
             self._client = WorkerClient(self.runtime.settings)
         try:

@@ -90,7 +90,8 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
             runtime.catalog.advance_job(job_id, done=0 if failed else 1, failed=1 if failed else 0)
         return {"path": path, "status": outcome.status if outcome else "skipped"}
 
-    @app.task(name=names.DELETE_DOCUMENT, bind=True, **retry)
+    # Its result is kept: `spanqa docs remove` waits for it while a worker holds the store.
+    @app.task(name=names.DELETE_DOCUMENT, bind=True, ignore_result=False, **retry)
     def delete_document(self: Task, document_id: str) -> None:
         """Drop a document's points and mark it deleted (deleting twice is harmless)."""
         runtime = state.runtime

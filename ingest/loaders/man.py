@@ -368,7 +368,7 @@ class _Page:
         self.end_list()
         self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
 
-    def text(self, text: str, *, line: bool = False) -> None:
+    def words(self, text: str, *, line: bool = False) -> None:
         if not text.strip() and self.open != "pre":
             return
         if self.open is None:
@@ -428,7 +428,7 @@ def to_html(source: str) -> str:
                 page.heading(3, joined.strip())
             elif macro in ("PP", "P", "LP", "Pp", "sp", "HP", "Lp"):
                 if page.in_dl and page.open == "dd" and macro in ("sp", "Pp"):
-                    page.text("")  # a paragraph inside an entry stays in the entry
+                    page.words("")  # a paragraph inside an entry stays in the entry
                 else:
                     page.end_list()
             elif macro == "TP" or macro == "TQ":
@@ -436,7 +436,7 @@ def to_html(source: str) -> str:
             elif macro == "IP":
                 if args and args[0].strip() not in ("", "•", "*", "-"):
                     page.block("dt")
-                    page.text(args[0])
+                    page.words(args[0])
                     page.block("dd")
                 elif page.in_dl:
                     page.block("dd")
@@ -464,20 +464,20 @@ def to_html(source: str) -> str:
                 continue
             elif macro in ("SY",):
                 page.block("p")
-                page.text(joined)
+                page.words(joined)
             elif macro in ("YS",):
                 page.close()
             elif macro in ("OP",):
-                page.text("[" + " ".join(args) + "]")
+                page.words("[" + " ".join(args) + "]")
             elif macro in ("UR", "MT", "UE", "ME"):
                 if macro in ("UE", "ME") and joined:
-                    page.text(joined)
+                    page.words(joined)
                 continue
             elif macro == "Bl" or macro == "El":
                 page.end_list()
             elif macro == "It":
                 page.block("dt")
-                page.text(_mdoc_words("It", rest, page) or "")
+                page.words(_mdoc_words("It", rest, page) or "")
                 # ".It Xo" runs the entry's name over the lines up to ".Xc"
                 extended = "Xo" in args and "Xc" not in args
                 if not extended:
@@ -485,7 +485,7 @@ def to_html(source: str) -> str:
             elif macro in ("Bd", "Dl"):
                 if macro == "Dl":
                     page.block("pre")
-                    page.text(_mdoc_words("Dl", rest, page) or joined)
+                    page.words(_mdoc_words("Dl", rest, page) or joined)
                     page.close()
                 elif "-literal" in rest or "-unfilled" in rest:
                     fill = False
@@ -497,7 +497,7 @@ def to_html(source: str) -> str:
                 page.close()
             elif macro == "Nm" and not page.name and args:
                 page.name = args[0]
-                page.text(args[0])
+                page.words(args[0])
             elif macro in _MDOC_WORDS or macro in (
                 "B",
                 "I",
@@ -513,29 +513,29 @@ def to_html(source: str) -> str:
             ):
                 words = _mdoc_words(macro, rest, page) if macro in _MDOC_WORDS else "".join(args)
                 if extended:
-                    page.text(words)
+                    page.words(words)
                     if "Xc" in args or macro == "Xc":
                         page.block("dd")
                         extended = False
                 elif term_next:
                     page.block("dt")
-                    page.text(words)
+                    page.words(words)
                     page.block("dd")
                     term_next = False
                 else:
-                    page.text(words, line=not fill)
+                    page.words(words, line=not fill)
             continue
         text = unescape(raw)
         if term_next:
             page.block("dt")
-            page.text(text)
+            page.words(text)
             page.block("dd")
             term_next = False
         elif page.open == "table":
             cells = [c.strip() for c in text.split("\t")]
             page.parts.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         else:
-            page.text(text, line=not fill)
+            page.words(text, line=not fill)
     return page.html()
 
 

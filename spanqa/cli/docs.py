@@ -100,14 +100,16 @@ def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     require_data(settings)
     already = 0
     with Runtime(settings) as runtime:
+        from workers.client import StoreGateway
+
         targets = [one_document(runtime.catalog, ref) for ref in references]
-        job = runtime.ingest_job()
+        gateway = StoreGateway(runtime)  # a running server or worker removes them when it holds the store
         for document in targets:
             if document.status == DocumentStatus.DELETED:
                 click.echo(f"already removed: {document.path}", err=True)
                 already += 1
                 continue
-            job.remove_document(document.id)
+            gateway.remove(document.id)
             click.echo(f"removed {document.path}")
     if already:
         ctx.exit(EXIT_FAILED_FILES)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,11 +10,14 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import console, print_json, progress_bar
+from spanqa.records import job_dict
 from spanqa.runtime import Runtime
 
 if TYPE_CHECKING:
     from ingest.job import IngestJob, IngestReport
+    from spanqa.settings import Settings
     from spanqa.types import Job
+    from workers.client import ServerClient
 
 
 @click.command()
@@ -46,42 +48,100 @@ def ingest(
     file that no longer loads stops answering until it loads again.
     """
     settings = settings_from(ctx)
+    from workers.client import enqueue_ingest
+
     if background:
-        from workers.client import enqueue_ingest, require_broker
+        from workers.client import require_broker
 
         require_broker(settings, "--background")
-        absolute = []
-        for raw in paths:
-            path = Path(raw).expanduser()
-            if not path.exists():
-                raise UserError(f"no such file or folder: {raw}")
-            absolute.append(str(path.absolute()))
-        job = enqueue_ingest(settings, absolute, prune=prune, include=include, exclude=exclude)
+        job = enqueue_ingest(settings, _absolute(paths), prune=prune, include=include, exclude=exclude)
         print_queued(job, as_json=as_json)
         return
     with Runtime(settings) as runtime:
-        job_runner = runtime.ingest_job()
-        found = job_runner.discover(paths, include=include, exclude=exclude)
-        report = _run_with_progress(job_runner, paths, prune, include, exclude, len(found), quiet=as_json)
+        from workers.client import StoreGateway
+
+        gateway = StoreGateway(runtime)
+        if gateway.held_elsewhere():
+            if gateway.server is None:  # a worker holds the store: it runs the ingest, this process follows
+                absolute = _absolute(paths)
+                job = enqueue_ingest(settings, absolute, prune=prune, include=include, exclude=exclude)
+                if not as_json:
+                    click.echo(f"a worker holds the store: it runs this ingest as job {job.id}", err=True)
+                ctx.exit(_follow_job(settings, job, as_json=as_json))
+            report, kept, found_any = _run_on_server(
+                gateway.server, paths, prune, include, exclude, quiet=as_json
+            )
+        else:
+            job_runner = runtime.ingest_job()
+            found = job_runner.discover(paths, include=include, exclude=exclude)
+            report = _run_with_progress(job_runner, paths, prune, include, exclude, len(found), quiet=as_json)
+            kept = 0 if prune else len(job_runner.vanished(paths))
+            found_any = bool(found)
     if as_json:
-        print_json(
-            {
-                "summary": report.summary(),
-                "chunks_embedded": report.chunks_embedded,
-                "seconds": round(report.seconds, 3),
-                "model_load_seconds": round(report.load_seconds, 3),
-                "chunks_per_second": round(report.chunks_per_second, 2),
-                "orphans_removed": report.orphans_removed,
-                "skipped": report.skipped,
-                "skipped_files": [dataclasses.asdict(f) for f in report.skipped_files],
-                "files": [o.__dict__ for o in report.outcomes],
-            }
-        )
+        print_json(report.to_dict())
     else:
-        kept = 0 if prune else len(job_runner.vanished(paths))
         verbose = (ctx.find_root().obj or {}).get("verbose", 0)
-        _print_report(report, found_any=bool(found) or prune, vanished_kept=kept, name_skipped=verbose > 0)
+        _print_report(report, found_any=found_any or prune, vanished_kept=kept, name_skipped=verbose > 0)
     ctx.exit(report.exit_code)
+
+
+def _absolute(paths: tuple[str, ...]) -> list[str]:
+    """The paths as another process (a worker, a server) finds them; a usage error for a missing one."""
+    absolute = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise UserError(f"no such file or folder: {raw}")
+        absolute.append(str(path.absolute()))
+    return absolute
+
+
+def _run_on_server(
+    server: ServerClient, paths: Any, prune: bool, include: Any, exclude: Any, *, quiet: bool
+) -> tuple[IngestReport, int, bool]:
+    """Ingest through the running `spanqa serve` that holds the store, showing its progress here."""
+    from ingest.job import IngestReport
+    from workers.client import INTERNAL_INGEST
+
+    payload = {"paths": _absolute(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}
+    if not quiet:
+        click.echo(f"ingesting through the spanqa server at {server.url} (it holds the store)", err=True)
+    fields = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
+    with progress_bar("ingest", fields=fields, disable=quiet) as progress:
+        task = progress.add_task("ingest", total=None, chunks=0, rate=0.0)
+        for event in server.stream(INTERNAL_INGEST, payload):
+            kind = event.get("event")
+            if kind == "waiting" and not quiet:
+                click.echo(f"waiting: {event['reason']}", err=True)
+            elif kind == "start":
+                progress.update(task, total=event["files_total"])
+            elif kind == "progress":
+                elapsed = max((progress.tasks[0].elapsed or 0.0) - event["load_seconds"], 1e-9)
+                rate = event["chunks_done"] / elapsed
+                progress.update(task, completed=event["files_done"], chunks=event["chunks_done"], rate=rate)
+            elif kind == "error":
+                raise UserError(event["error"])
+            elif kind == "report":
+                report = IngestReport.from_dict(event["report"])
+                return report, int(event["vanished_kept"]), bool(report.outcomes or report.skipped_files)
+    raise UserError(f"the spanqa server at {server.url} stopped before the ingest ended (see its log)")
+
+
+def _follow_job(settings: Settings, job: Job, *, as_json: bool) -> int:
+    """Follow a queued ingest until it ends; the exit code a foreground ingest would give."""
+    from ingest.catalog import Catalog
+    from spanqa.cli.workers import follow_job
+
+    with Catalog(settings.catalog_url) as catalog:
+        job = follow_job(catalog, job, quiet=as_json)
+    if as_json:
+        print_json(job_dict(job))
+    else:
+        click.echo(
+            f"job {job.id} {job.state}: {job.done} files done, {job.failed} failed"
+            + (f" ({job.error})" if job.error else "")
+        )
+    return 0 if job.state == "done" and not job.failed else 1
 
 
 def print_queued(job: Job, *, as_json: bool) -> None:

@@ -214,7 +214,7 @@ def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) ->
         if job is None:
             raise UserError(f"no job {job_id} (see `spanqa jobs`)")
         if follow:
-            job = _follow(catalog, job)
+            job = follow_job(catalog, job)
     if as_json:
         print_json(job_dict(job))
     else:
@@ -224,8 +224,9 @@ def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) ->
         )
 
 
-def _follow(catalog: Catalog, job: Job) -> Job:
-    with progress_bar(job.kind, fields=("{task.fields[state]}",)) as progress:
+def follow_job(catalog: Catalog, job: Job, *, quiet: bool = False) -> Job:
+    """Wait for ``job`` to end, with a live progress bar unless ``quiet``; the job as it ended."""
+    with progress_bar(job.kind, fields=("{task.fields[state]}",), disable=quiet) as progress:
         task = progress.add_task(job.kind, total=job.total or None, state=job.state)
         while job.state in {"pending", "running"}:
             progress.update(task, total=job.total or None, completed=job.done + job.failed, state=job.state)

@@ -9,10 +9,12 @@ Ingest runs as a job: in a background thread, or on the workers when a broker an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -47,6 +49,8 @@ from spanqa.server.models import (
     ErrorOut,
     Health,
     IngestRequest,
+    InternalIngest,
+    InternalRemove,
     InternalSearch,
     JobOut,
     SearchResponse,
@@ -59,7 +63,14 @@ from spanqa.server.security import (
     served_path,
 )
 from spanqa.types import DocumentStatus, Job
-from workers.client import INTERNAL_ASK, INTERNAL_SEARCH, INTERNAL_TOKEN_HEADER
+from workers.client import (
+    INTERNAL_ASK,
+    INTERNAL_INGEST,
+    INTERNAL_REMOVE,
+    INTERNAL_SEARCH,
+    INTERNAL_TOKEN_HEADER,
+    STREAM_HEARTBEAT_S,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +173,66 @@ class _IngestRunner:
             self._lock.release()
             raise
         return job
+
+    def stream(self, request: InternalIngest) -> Iterator[bytes]:
+        """Run a CLI's ingest here, now (after a running job, for at most ``store_wait_s``), sending its
+        progress and then its report as JSON lines; a line at least every ``STREAM_HEARTBEAT_S``."""
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._run_for_client, args=(events, request), daemon=True).start()
+        while True:
+            try:
+                event = events.get(timeout=STREAM_HEARTBEAT_S)
+            except queue.Empty:
+                event = {"event": "alive"}
+            if event is None:
+                return
+            yield (json.dumps(event) + "\n").encode()
+
+    def remove(self, document_id: str) -> None:
+        """Remove a document for a CLI, between two files of a running ingest at the latest."""
+        wait_s = self.runtime.settings.store_wait_s
+        if not self._lock.acquire(timeout=wait_s):
+            raise HTTPException(409, f"an ingest still runs on the server after {wait_s:g} s: try again")
+        try:
+            self.runtime.ingest_job().remove_document(document_id)
+        finally:
+            self._lock.release()
+
+    def _run_for_client(self, events: queue.Queue[dict[str, Any] | None], request: InternalIngest) -> None:
+        wait_s = self.runtime.settings.store_wait_s
+        try:
+            if not self._lock.acquire(blocking=False):
+                events.put({"event": "waiting", "reason": f"the server is running ingest job {self.current}"})
+                if not self._lock.acquire(timeout=wait_s):
+                    raise _Stopped(f"the server's ingest job is still running after {wait_s:g} s: try again")
+            try:
+                job = self.runtime.ingest_job()
+                paths = [Path(p) for p in request.paths]
+                found = job.discover(paths, include=request.include, exclude=request.exclude)
+                events.put({"event": "start", "files_total": len(found)})
+
+                def progress(done: Progress) -> None:
+                    events.put({"event": "progress", **dataclasses.asdict(done)})
+                    if self._stopping.is_set():
+                        raise _Stopped("stopped: the server shut down (ingest again to finish)")
+
+                report = job.run(
+                    paths,
+                    prune=request.prune,
+                    include=request.include,
+                    exclude=request.exclude,
+                    on_progress=progress,
+                )
+                kept = 0 if request.prune else len(job.vanished(paths))
+                events.put({"event": "report", "report": report.to_dict(), "vanished_kept": kept})
+            finally:
+                self._lock.release()
+        except Exception as exc:  # sent to the CLI, which shows it as its own one-line error
+            if not isinstance(exc, SpanqaError):
+                logger.exception("an ingest for another process failed")
+            events.put({"event": "error", "error": first_line(exc)})
+        finally:
+            events.put(None)
 
     def _run(self, job_id: str, path: Path, prune: bool) -> None:
         catalog = self.runtime.catalog
@@ -277,7 +348,8 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
         return search_record(query, result)
 
     # For other spanqa processes on this data folder (the store admits one process): the same work as
-    # /ask and /search, answered in the shape a worker returns (AskResult / SearchResult), not for clients.
+    # What the CLI runs through the server while it holds the store: ask and search, answered in the shape a
+    # worker returns (AskResult / SearchResult), ingest (progress as JSON lines) and removal. Not for clients.
     async def require_token(request: Request) -> None:
         given = request.headers.get(INTERNAL_TOKEN_HEADER)
         if internal_token is None or not key_matches(internal_token, given or ""):
@@ -305,6 +377,15 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
             lambda: pipeline.search(runtime, body.query, top_k=body.top_k, path_glob=body.path)
         )
         return found.to_dict()
+
+    @app.post(INTERNAL_INGEST, dependencies=internal, include_in_schema=False)
+    async def internal_ingest(body: InternalIngest) -> StreamingResponse:
+        return StreamingResponse(ingests.stream(body), media_type="application/x-ndjson")
+
+    @app.post(INTERNAL_REMOVE, dependencies=internal, include_in_schema=False)
+    async def internal_remove(body: InternalRemove) -> dict[str, Any]:
+        await anyio.to_thread.run_sync(ingests.remove, body.document_id)
+        return {"removed": body.document_id}
 
     @app.get("/documents", response_model=list[DocumentOut], dependencies=api)
     async def documents(

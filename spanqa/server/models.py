@@ -25,6 +25,21 @@ class InternalSearch(BaseModel):
     path: str | None = Field(default=None, max_length=1000)
 
 
+class InternalIngest(BaseModel):
+    """An ingest another spanqa process on the same data folder runs through the server (absolute paths)."""
+
+    paths: list[str] = Field(min_length=1)
+    prune: bool = True
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+class InternalRemove(BaseModel):
+    """A document another spanqa process on the same data folder removes through the server."""
+
+    document_id: str = Field(min_length=1, max_length=100)
+
+
 class CopyOut(BaseModel):
     """A near-duplicate folded into a passage (not read again): where it lives."""
 

@@ -321,7 +321,7 @@ def test_watch_without_a_broker_ingests_changes_and_stops_cleanly(
     _consistent(settings)
 
 
-def test_the_cli_asks_through_a_running_server_on_the_same_folder(
+def test_the_cli_asks_ingests_and_removes_through_a_running_server_on_the_same_folder(
     settings: Settings, spanqa_env: dict[str, str], tmp_path: Path
 ) -> None:
     import socket
@@ -361,7 +361,26 @@ def test_the_cli_asks_through_a_running_server_on_the_same_folder(
         assert answers and all(a["path"].endswith("game.txt") for a in answers)
         found = _spanqa(spanqa_env, "search", "Broncos", "--json")
         assert found.returncode == 0 and json.loads(found.stdout)["passages"], found.stderr
+        # Ingest and removal go through it too: the report is the one a local ingest prints.
+        (docs / "capital.txt").write_text("Warsaw is the capital of Poland. It lies on the Vistula river.")
+        (docs / "empty.txt").write_text("")
+        ingested = _spanqa(spanqa_env, "ingest", str(docs), "--json")
+        assert ingested.returncode == 0, ingested.stderr
+        report = json.loads(ingested.stdout)
+        assert report["summary"] == {"new": 1, "changed": 0, "unchanged": 1, "failed": 0, "pruned": 0}
+        assert [f["path"] for f in report["skipped_files"]] == [str(docs / "empty.txt")]
+        asked = _spanqa(spanqa_env, "ask", "What is the capital of Poland?", "--json", "--min-score", "0")
+        assert json.loads(asked.stdout)["answers"][0]["path"].endswith("capital.txt"), asked.stdout
+        missing = _spanqa(spanqa_env, "ingest", str(tmp_path / "nowhere"))
+        assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+        removed = _spanqa(spanqa_env, "docs", "remove", str(docs / "game.txt"))
+        assert removed.returncode == 0 and "removed" in removed.stdout, removed.stderr
+        found = _spanqa(spanqa_env, "search", "Broncos", "--json")
+        assert all(p["path"].endswith("capital.txt") for p in json.loads(found.stdout)["passages"])
+        status = _spanqa(spanqa_env, "status", "--json")
+        assert status.returncode == 0, status.stderr
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
     assert not settings.server_file.exists()  # the address goes with the server
+    _consistent(settings)

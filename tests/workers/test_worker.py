@@ -149,6 +149,15 @@ def test_background_ingest_through_a_worker_is_idempotent(
             "Broncos?",
             "Santa Clara?",
         ]
+        # A foreground ingest runs as a job on the worker and is followed to its end; removal goes there too.
+        (docs / "doc4.txt").write_text("Document 4 is about Levi's Stadium. " * 20)
+        result = CliRunner().invoke(main, ["ingest", str(docs), "--json"], env=worker_env)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["state"] == "done"
+        assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 5
+        result = CliRunner().invoke(main, ["docs", "remove", str(docs / "doc0.txt")], env=worker_env)
+        assert result.exit_code == 0 and "removed" in result.output, result.output
+        assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 4
     finally:
         stop(process)
     assert_points_match_chunks(settings, catalog)
