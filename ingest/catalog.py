@@ -71,6 +71,8 @@ class DocumentRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     chunking: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # One printed label per page, beside page_starts (revision 0008); NULL: none known.
+    page_labels: Mapped[list[str | None] | None] = mapped_column(JSON, nullable=True)
 
 
 class ChunkRow(Base):
@@ -160,6 +162,7 @@ def _to_document(row: DocumentRow, *, with_text: bool = True) -> Document:
         text=row.text if with_text else "",
         num_chunks=row.num_chunks,
         page_starts=[(int(p[0]), int(p[1])) for p in row.page_starts or []],
+        page_labels=list(row.page_labels or []),
         created_at=row.created_at,
         updated_at=row.updated_at,
         chunking=row.chunking,
@@ -388,6 +391,7 @@ class Catalog:
             row.text = document.text
             row.num_chunks = len(chunks)
             row.page_starts = [[number, start] for number, start in document.page_starts]
+            row.page_labels = list(document.page_labels) or None
             row.chunking = document.chunking
             row.updated_at = now
             s.execute(delete(ChunkRow).where(ChunkRow.document_id == document.id))

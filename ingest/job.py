@@ -396,6 +396,7 @@ class IngestJob:
             text=loaded.text,
             num_chunks=len(chunks),
             page_starts=page_starts,
+            page_labels=[p.label for p in loaded.pages] if any(p.label for p in loaded.pages) else [],
             chunking=chunking_signature(self.chunk_tokens, self.chunk_overlap, loaded.format),
         )
         old_ids = {c.id for c in self.catalog.chunks_of(document_id)} if existing is not None else set()

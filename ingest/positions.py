@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.loaders import HEAD_BYTES, LoadError, decode_file_text, detect_format, normalize_whitespace
+from spanqa.types import Place
 
 if TYPE_CHECKING:
     from ingest.catalog import Catalog
@@ -94,31 +95,64 @@ def file_position(path: Path, indexed_text: str, char_start: int, char_end: int)
 LINE_FORMATS = frozenset({"txt", "md", "html"})
 
 
+@dataclass(frozen=True)
+class _Known:
+    format: str
+    text: str
+    page_numbers: list[int]
+    page_labels: list[str | None]
+
+
 class Places:
     """Where answers lie in the files on disk (see ingest/positions.py), each document read once."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._documents: dict[str, tuple[str, str]] = {}  # id -> (format, text)
+        self._documents: dict[str, _Known] = {}
+
+    def _known(self, document_id: str) -> _Known:
+        if document_id not in self._documents:
+            document = self.catalog.get_document(document_id)
+            self._documents[document_id] = (
+                _Known(
+                    document.format,
+                    document.text,
+                    [number for number, _ in document.page_starts],
+                    document.page_labels,
+                )
+                if document
+                else _Known("", "", [], [])
+            )
+        return self._documents[document_id]
 
     def position(self, path: str, document_id: str, start: int, end: int) -> tuple[int, int] | None:
         """(line, column) in the file, or None for a format editors do not open as its text (PDF, ...)."""
-        if document_id not in self._documents:
-            document = self.catalog.get_document(document_id)
-            self._documents[document_id] = (document.format, document.text) if document else ("", "")
-        fmt, text = self._documents[document_id]
-        if fmt not in LINE_FORMATS or not text:
+        known = self._known(document_id)
+        if known.format not in LINE_FORMATS or not known.text:
             return None
-        found = file_position(Path(path), text, start, end)
+        found = file_position(Path(path), known.text, start, end)
         return found.line, found.column
 
-    def of_answer(self, answer: Answer) -> tuple[int, int] | None:
-        """(line, column) of an answer in its file, where its format has lines."""
-        return self.position(answer.path, answer.document_id, answer.char_start, answer.char_end)
+    def page_label(self, document_id: str, page: int | None) -> str | None:
+        """The printed label of a document's page (1-based, physical), where one is known."""
+        known = self._known(document_id)
+        if page is None or page not in known.page_numbers or not known.page_labels:
+            return None
+        return known.page_labels[known.page_numbers.index(page)]
+
+    def of_answer(self, answer: Answer) -> Place:
+        """Where an answer lies in its file: its line and column, or its page's printed label."""
+        at = self.position(answer.path, answer.document_id, answer.char_start, answer.char_end)
+        label = self.page_label(answer.document_id, answer.page)
+        return Place(at[0], at[1], label) if at else Place(page_label=label)
 
     def describe(self, path: str, document_id: str, start: int, end: int, page: int | None) -> str:
-        """``path:LINE:COLUMN`` as compilers print it, ``path (page N)``, or the path."""
+        """``path:LINE:COLUMN`` as compilers print it; ``path (page 42)`` by the printed label, with the
+        physical page where the two differ (``path (page xii, PDF page 14)``); or the path."""
         if page is not None:
-            return f"{path} (page {page})"
+            label = self.page_label(document_id, page)
+            if label is None or label == str(page):
+                return f"{path} (page {page})"
+            return f"{path} (page {label}, PDF page {page})"
         at = self.position(path, document_id, start, end)
         return f"{path}:{at[0]}:{at[1]}" if at else path

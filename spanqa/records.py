@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from spanqa.pipeline import AskResult, SearchResult
-    from spanqa.types import Answer, Chunk, Document, Job, Passage
+    from spanqa.types import Answer, Chunk, Document, Job, Passage, Place
 
 
 #: How a probability of being right reads in words (the first whose floor it reaches); the web page gets
@@ -96,23 +96,22 @@ def job_dict(job: Job) -> dict[str, Any]:
     }
 
 
-def ask_record(
-    result: AskResult, *, positions: Callable[[Answer], tuple[int, int] | None] | None = None
-) -> dict[str, Any]:
+def ask_record(result: AskResult, *, places: Callable[[Answer], Place] | None = None) -> dict[str, Any]:
     """One asked question: its answers (best first), the passages read, timings and warnings.
 
     Args:
         result: what ``pipeline.ask`` returned.
-        positions: where an answer lies in its file, as (line, byte column), where its format has lines
-            (``ingest.positions.Places.of_answer``): each answer gets ``line`` and ``column`` (None for a
-            PDF, a DOCX, a man page...) beside its offsets into the extracted text.
+        places: where an answer lies in its file (``ingest.positions.Places.of_answer``): each answer gets
+            ``line`` and ``column`` (where its format has lines; None for a PDF, a DOCX, a man page...) and
+            ``page_label`` (its page's printed label, where known) beside its offsets into the extracted
+            text and its physical ``page``.
     """
     answers = []
     for a in result.answers:
         record = a.to_dict()
-        if positions is not None:
-            at = positions(a)
-            record["line"], record["column"] = at if at else (None, None)
+        if places is not None:
+            place = places(a)
+            record.update(line=place.line, column=place.column, page_label=place.page_label)
         answers.append(record)
     return {
         "question": result.question,

@@ -43,6 +43,9 @@ class Document:
     text: str = ""
     num_chunks: int = 0
     page_starts: list[tuple[int, int]] = field(default_factory=list)
+    #: The printed label of each page, in the order of ``page_starts`` ("xii", "42"; None: not known); empty
+    #: when no page's label is known.
+    page_labels: list[str | None] = field(default_factory=list)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     chunking: str | None = None
@@ -52,6 +55,13 @@ class Document:
         """The page number holding ``text[offset]`` (None for formats without pages)."""
         return page_at(self.page_starts, offset)
 
+    def page_label(self, page: int) -> str | None:
+        """The printed label of page ``page`` (1-based, physical), where it is known."""
+        numbers = [number for number, _ in self.page_starts]
+        if page not in numbers or not self.page_labels:
+            return None
+        return self.page_labels[numbers.index(page)]
+
 
 def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
     """The page whose start is the last one at or before ``offset``; ``page_starts`` holds (page, start)."""
@@ -59,6 +69,16 @@ def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
         return None
     index = bisect.bisect_right([start for _, start in page_starts], offset) - 1
     return page_starts[max(index, 0)][0]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an answer lies in its file, as a person opens it: a line and byte column in a text file, the
+    printed label of its page in a paged one; None where the format or the file does not say."""
+
+    line: int | None = None
+    column: int | None = None
+    page_label: str | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ class PageSpan:
     number: int
     char_start: int
     char_end: int
+    #: The page's printed label ("xii", "42") where the document says or shows it; None: unknown.
+    label: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import io
 import logging
 import re
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -45,8 +47,9 @@ def _quiet_pypdf() -> Iterator[None]:
                 pypdf_logger.setLevel(_pypdf_saved_level)
 
 
-def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
-    """The text of each page of a PDF, and its outline as (page index, level, title) in page order."""
+def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]], list[str] | None]:
+    """The text of each page of a PDF, its outline as (page index, level, title) in page order, and its
+    printed page labels where it declares them."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, WrongPasswordError
 
@@ -83,7 +86,21 @@ def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]]]:
         if failed == len(pages):
             raise LoadError("corrupt PDF: text extraction failed on every page")
         outline = _pdf_outline(reader)
-    return texts, outline
+        labels = _page_labels(reader)
+    return texts, outline, labels
+
+
+def _page_labels(reader: Any) -> list[str] | None:
+    """The printed page labels a PDF declares ("xii", "42", "A-3"), one per page; None when it declares none
+    (pypdf would then give the physical numbers) or they cannot be read."""
+    try:
+        if "/PageLabels" not in reader.root_object:
+            return None
+        labels = [str(label) for label in reader.page_labels]
+    except Exception as exc:
+        logger.debug("PDF page labels unreadable: %s", first_line(exc))
+        return None
+    return labels if len(labels) == len(reader.pages) else None
 
 
 def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
@@ -108,6 +125,52 @@ def _pdf_outline(reader: Any) -> list[tuple[int, int, str]]:
     return sorted(entries, key=lambda entry: entry[0])
 
 
+#: What text extraction gives for what a reader sees as plain letters: ligatures as their letters, a
+#: no-break space as a space; a soft hyphen (a place a word may break, printed only where it does) is dropped.
+_PLAIN = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+        "\u00a0": " ",
+        "\u00ad": "",
+    }
+)
+#: A word broken at a line end: its head, the hyphen, the break, its tail (and the spaces after the tail).
+_BROKEN_WORD = re.compile(r"(\w+)([-\u00ad])[^\S\n]*\n[^\S\n]*([^\W\d_]\S*)[^\S\n]*(\n?)")
+_WORD_START = re.compile(r"\w+")
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+
+
+def plain_page_texts(pages: list[str]) -> list[str]:
+    """Pages as a person reads them: a word hyphenated at a line end whole, ligatures and no-break spaces as
+    plain characters.
+
+    A hyphen at a line end joins the word's halves ("configu-" + "ration") unless the tail starts with a
+    capital or the document writes the hyphenated form ("command-line") more often than the joined one; a
+    soft hyphen always joins. The line break moves after the joined word, so lines stay lines. Answers and
+    offsets point into the text this returns.
+    """
+    vocabulary = Counter(w.lower() for page in pages for w in _WORDS.findall(page))
+
+    def join(match: re.Match[str]) -> str:
+        head, hyphen, tail, _ = match.groups()  # the tail runs to the next space: "ration," moves whole
+        word = _WORD_START.match(tail)
+        rest = word.group(0) if word else tail
+        keep = hyphen == "-" and (
+            tail[0].isupper()
+            or head[-1].isdigit()
+            or vocabulary[f"{head}-{rest}".lower()] > vocabulary[f"{head}{rest}".lower()]
+        )
+        return f"{head}{'-' if keep else ''}{tail}\n"
+
+    return [_BROKEN_WORD.sub(join, page).translate(_PLAIN) for page in pages]
+
+
 #: A running header or footer is a short line.
 RUNNING_LINE_CHARS = 100
 #: A line recurring at the top or bottom of at least this many pages (digits aside) runs through the document.
@@ -126,7 +189,36 @@ def running_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, int]]:
     Features 42", "17", "xii") or recurs, digits aside, at the same end of at least ``RUNNING_LINE_PAGES``
     pages (a manual's title in every footer).
     """
-    ends: list[tuple[int, str, int, int]] = []  # (page index, "top"/"bottom", start, end)
+    short = _end_lines(text, pages)
+    numbers, shift = _numbering(text, short, len(pages))
+    recurring: dict[tuple[str, str], int] = {}
+    for _, where, start, end in short:
+        key = (where, _NUMBER.sub("#", text[start:end].strip().lower()))
+        recurring[key] = recurring.get(key, 0) + 1
+    spans = []
+    for index, where, start, end in short:
+        line = text[start:end].strip()
+        by_number = shift is not None and numbers.get((index, where)) == index - shift
+        last_word = line.split()[-1] if line else ""
+        by_roman = shift is not None and index < shift and bool(_ROMAN.match(last_word))
+        key = (where, _NUMBER.sub("#", line.lower()))
+        if by_number or by_roman or recurring[key] >= RUNNING_LINE_PAGES:
+            spans.append((start, end))
+    return sorted(spans)
+
+
+def printed_page_numbers(text: str, pages: list[PageSpan]) -> list[str | None] | None:
+    """The number printed on each page, where the running lines number the pages in order (page index minus a
+    fixed shift); None for a page before the first numbered one; None when the pages are not numbered."""
+    _, shift = _numbering(text, _end_lines(text, pages), len(pages))
+    if shift is None:
+        return None
+    return [str(index - shift) if index - shift >= 1 else None for index in range(len(pages))]
+
+
+def _end_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, str, int, int]]:
+    """The short first and last lines of the pages, as (page index, "top"/"bottom", start, end)."""
+    ends: list[tuple[int, str, int, int]] = []
     for index, page in enumerate(pages):
         body = text[page.char_start : page.char_end]
         if "\n" not in body:
@@ -135,8 +227,14 @@ def running_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, int]]:
         last_start = body.rindex("\n") + 1
         ends.append((index, "top", page.char_start, page.char_start + first_end))
         ends.append((index, "bottom", page.char_start + last_start, page.char_end))
-    short = [e for e in ends if 0 < e[3] - e[2] <= RUNNING_LINE_CHARS]
-    # The printed page number follows the page order at a fixed distance on most numbered pages.
+    return [e for e in ends if 0 < e[3] - e[2] <= RUNNING_LINE_CHARS]
+
+
+def _numbering(
+    text: str, short: list[tuple[int, str, int, int]], page_count: int
+) -> tuple[dict[tuple[int, str], int], int | None]:
+    """The number at the start or end of each short end line, and the shift from page index to printed
+    number that most numbered pages follow (None when too few do for the pages to count as numbered)."""
     shifts: dict[int, int] = {}
     numbers: dict[tuple[int, str], int] = {}
     for index, where, start, end in short:
@@ -148,20 +246,8 @@ def running_lines(text: str, pages: list[PageSpan]) -> list[tuple[int, int]]:
             numbers[(index, where)] = number
             shifts[index - number] = shifts.get(index - number, 0) + 1
     shift, count = max(shifts.items(), key=lambda kv: kv[1], default=(0, 0))
-    numbered = count >= max(RUNNING_LINE_PAGES, len(pages) // 4)
-    recurring: dict[tuple[str, str], int] = {}
-    for _, where, start, end in short:
-        key = (where, _NUMBER.sub("#", text[start:end].strip().lower()))
-        recurring[key] = recurring.get(key, 0) + 1
-    spans = []
-    for index, where, start, end in short:
-        line = text[start:end].strip()
-        by_number = numbered and numbers.get((index, where)) == index - shift
-        by_roman = numbered and index < shift and bool(_ROMAN.match(line.split()[-1] if line else ""))
-        key = (where, _NUMBER.sub("#", line.lower()))
-        if by_number or by_roman or recurring[key] >= RUNNING_LINE_PAGES:
-            spans.append((start, end))
-    return sorted(spans)
+    numbered = count >= max(RUNNING_LINE_PAGES, page_count // 4)
+    return numbers, shift if numbered else None
 
 
 def _page_blocks(
@@ -203,8 +289,13 @@ def _page_blocks(
 
 
 def load(data: bytes) -> LoadedText:
-    """A PDF's pages, titled by its outline, its running lines set apart, its hard-wrapped lines unwrapped."""
-    page_texts, outline = _pdf_pages(data)
-    text, pages = _normalize_pages(page_texts)
+    """A PDF's pages as a person reads them (see ``plain_page_texts``), titled by its outline, its running
+    lines set apart, its hard-wrapped lines unwrapped; each page labelled as printed where that is known (the
+    labels the PDF declares, else the numbers its running lines print)."""
+    page_texts, outline, labels = _pdf_pages(data)
+    text, pages = _normalize_pages(plain_page_texts(page_texts))
+    printed: Sequence[str | None] | None = labels or printed_page_numbers(text, pages)
+    if printed is not None:
+        pages = [dataclasses.replace(page, label=label) for page, label in zip(pages, printed, strict=True)]
     blocks = _page_blocks(text, pages, outline, running_lines(text, pages))
     return LoadedText(unwrap_lines(text, blocks), "pdf", pages, blocks=blocks)

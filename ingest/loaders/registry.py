@@ -43,8 +43,9 @@ LOADERS: dict[str, Loader] = {
         Loader("txt", frozenset({".txt", ".text", ".rst"}), load_text),
         Loader("md", frozenset({".md", ".markdown"}), load_markdown),
         Loader("html", frozenset({".html", ".htm", ".xhtml"}), load_html),
-        # 2: running headers and footers kept out of passages.
-        Loader("pdf", frozenset({".pdf"}), load_pdf, version=2),
+        # 2: running headers and footers kept out of passages. 3: hyphenated words whole, ligatures as
+        # letters, printed page labels.
+        Loader("pdf", frozenset({".pdf"}), load_pdf, version=3),
         Loader("docx", frozenset({".docx"}), load_docx),
         Loader("odt", frozenset({".odt"}), load_odt),
         Loader("epub", frozenset({".epub"}), load_epub),

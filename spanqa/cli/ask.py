@@ -205,7 +205,7 @@ def _print_answers(
     compact_json: bool = False,
 ) -> None:
     if as_json:
-        print_json(ask_record(result, positions=places.of_answer), compact=compact_json)
+        print_json(ask_record(result, places=places.of_answer), compact=compact_json)
         return
     from rich.text import Text
 

@@ -330,7 +330,7 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
                 min_score=body.min_score,
             )
             # Placing answers reads their files: in the worker thread too, never on the event loop.
-            return ask_record(result, positions=Places(runtime.catalog).of_answer)
+            return ask_record(result, places=Places(runtime.catalog).of_answer)
 
         return await gate.run(answer)
 

@@ -99,6 +99,9 @@ class AnswerOut(BaseModel):
     #: files; None for formats editors do not open as their text (PDF, DOCX, man pages...).
     line: int | None = None
     column: int | None = None
+    #: The printed label of the answer's page ("xii", "42") where the document declares or shows one;
+    #: ``page`` is the physical page (1-based).
+    page_label: str | None = None
 
 
 class AskResponse(BaseModel):

@@ -404,7 +404,7 @@ def _is_alembic_version(diff: Any) -> bool:
 def test_upgrade_from_empty_gives_head(url: str, engine: Engine) -> None:
     assert current_revision(engine) is None
     upgrade(url)
-    assert current_revision(engine) == head_revision() == "0007"
+    assert current_revision(engine) == head_revision() == "0008"
     assert set(inspect(engine).get_table_names()) >= CATALOG_TABLES
     assert schema_diff(engine) == []
     upgrade(url)  # nothing to do

@@ -563,6 +563,8 @@ def test_pdf_running_headers_and_footers_stay_out_of_passages(tmp_path: Path) ->
     assert not any("footnote" in line or "connections" in line for line in running)
     nav = [b for b in loaded.blocks if b.kind == RUNNING]
     assert len(nav) == 12  # a header and a footer on each of the six pages
+    # The numbers the headers print are the pages' labels (the PDF declares none).
+    assert [p.label for p in loaded.pages] == ["11", "12", "13", "14", "15", "16"]
     # The text is unchanged (offsets still index it); the passages never hold a running line.
     assert "Chapter 2: Timeouts 14" in loaded.text
 
@@ -583,3 +585,64 @@ def test_a_loader_version_recuts_only_its_format() -> None:
 
     assert chunking_signature(256, 48, "html") == chunking_signature(256, 48) == "v1:256/48"
     assert chunking_signature(256, 48, "pdf") == f"v1:256/48:pdf{LOADER_VERSIONS['pdf']}"
+
+
+def test_pdf_page_labels_the_file_declares(tmp_path: Path) -> None:
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.constants import PageLabelStyle
+
+    plain = _make_pdf(tmp_path / "plain.pdf", [[f"Page {n} text about the server."] for n in range(4)])
+    assert all(p.label is None for p in load_file(plain).pages)  # no labels, no printed numbers: unknown
+    writer = PdfWriter()
+    for page in PdfReader(plain).pages:
+        writer.add_page(page)
+    writer.set_page_label(0, 1, style=PageLabelStyle.LOWERCASE_ROMAN)
+    writer.set_page_label(2, 3, style=PageLabelStyle.DECIMAL, start=1)
+    labelled = tmp_path / "labelled.pdf"
+    with labelled.open("wb") as handle:
+        writer.write(handle)
+    loaded = load_file(labelled)
+    assert [(p.number, p.label) for p in loaded.pages] == [(1, "i"), (2, "ii"), (3, "1"), (4, "2")]
+
+
+def test_pdf_words_broken_at_line_ends_read_whole() -> None:
+    from ingest.loaders.pdf import plain_page_texts
+
+    pages = [
+        "The server reads its configu-\nration at start.\nUse the command-\nline tool, as the command-line\n"
+        "guide says; see Apache-\nStyle rules and the 2-\nstep setup.\nA soft hy\u00ad\nphen, the \ufb01le and "
+        "e\ufb03cient\u00a0code.\nA whole line: configu-\nration\nnext line."
+    ]
+    (text,) = plain_page_texts(pages)
+    assert "its configuration\nat start." in text  # joined, the break moved after the word
+    assert "command-line\ntool" in text  # the document writes it with its hyphen elsewhere
+    assert "Apache-Style\nrules" in text and "2-step" in text  # a capital or a digit keeps the hyphen
+    assert "soft hyphen," in text and "the file and efficient code." in text
+    assert "A whole line: configuration\nnext line." in text  # no blank line (a paragraph break) appears
+    assert "\u00ad" not in text and "\ufb01" not in text
+
+
+def test_pdf_hyphenation_and_ligatures_from_a_real_file(tmp_path: Path) -> None:
+    pdf = _make_pdf(
+        tmp_path / "manual.pdf",
+        [["The daemon rereads its configu-", "ration when it gets SIGHUP, and the", "pidfile is kept."]],
+    )
+    text = load_file(pdf).text
+    assert "rereads its configuration when it gets SIGHUP" in " ".join(text.split())
+
+
+def test_a_pdf_whose_every_page_is_only_a_header(tmp_path: Path) -> None:
+    from ingest.chunker import chunk_blocks
+
+    pages = [[f"The Frob Manual {n}", f"Chapter 1 {n}"] for n in range(1, 6)]
+    loaded = load_file(_make_pdf(tmp_path / "headers.pdf", pages))
+    assert all(loaded.text[p.char_start : p.char_end] for p in loaded.pages)
+
+    class Words:
+        def __call__(self, texts, **_: object) -> dict[str, list[list[tuple[int, int]]]]:
+            import re
+
+            return {"offset_mapping": [[m.span() for m in re.finditer(r"\S+", t)] for t in texts]}
+
+    for span in chunk_blocks(loaded.text, loaded.blocks, Words(), chunk_tokens=40, overlap_tokens=5):
+        assert loaded.text[span.char_start : span.char_end].strip()  # exact, non-empty slices only

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 from ingest.loaders import load_file
 from ingest.positions import FilePosition, file_position
@@ -55,3 +57,44 @@ def test_files_that_are_not_text_or_are_gone(tmp_path: Path) -> None:
     assert file_position(path, text, 4, 10) == FilePosition(1, 1)
     (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4 not really")
     assert file_position(tmp_path / "doc.pdf", text, 4, 10) == FilePosition(1, 1)
+
+
+def test_a_page_is_shown_by_its_printed_label(tmp_path: Path) -> None:
+    from ingest.catalog import Catalog
+    from ingest.positions import Places
+    from spanqa.types import Answer, Document, Place
+
+    labelled = Document(
+        id="d1",
+        path="/docs/manual.pdf",
+        relative_path="manual.pdf",
+        sha256="x",
+        size=1,
+        mtime=0.0,
+        format="pdf",
+        text="Preface text. The limit is 42.",
+        page_starts=[(1, 0), (2, 14)],
+        page_labels=["xii", "1"],
+    )
+    unlabelled = Document(
+        id="d2",
+        path="/docs/other.pdf",
+        relative_path="other.pdf",
+        sha256="y",
+        size=1,
+        mtime=0.0,
+        format="pdf",
+        text="Only text.",
+        page_starts=[(1, 0)],
+    )
+    with Catalog(f"sqlite:///{tmp_path / 'catalog.db'}") as catalog:
+        catalog.save_indexed(labelled, [])
+        catalog.save_indexed(unlabelled, [])
+        stored = catalog.get_document("d1")
+        assert stored is not None and stored.page_labels == ["xii", "1"]
+        places = Places(catalog)
+        assert places.describe(labelled.path, "d1", 27, 29, 2) == "/docs/manual.pdf (page 1, PDF page 2)"
+        assert places.describe(labelled.path, "d1", 0, 7, 1) == "/docs/manual.pdf (page xii, PDF page 1)"
+        assert places.describe(unlabelled.path, "d2", 0, 4, 1) == "/docs/other.pdf (page 1)"
+        answer = SimpleNamespace(path=labelled.path, document_id="d1", char_start=27, char_end=29, page=2)
+        assert places.of_answer(cast(Answer, answer)) == Place(page_label="1")

@@ -60,7 +60,7 @@ def test_ask_gives_the_cli_shape_with_exact_spans(served: tuple[TestClient, Runt
     assert response.status_code == 200, response.text
     data = response.json()
     result = pipeline.ask(runtime, "Who won the game?", answers=2, passages=3)
-    expected = ask_record(result, positions=Places(runtime.catalog).of_answer)
+    expected = ask_record(result, places=Places(runtime.catalog).of_answer)
     for record in (data, expected):
         record.pop("timings_ms")
     assert data == expected  # the same record as `spanqa ask --json`

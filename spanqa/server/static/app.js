@@ -43,8 +43,9 @@ function confidence(score) {
   return `${Math.round(score * 100)}% ${word}`;
 }
 
-function where(path, page) {
-  return page == null ? path : `${path}, page ${page}`;
+function where(path, page, label) {
+  if (page == null) return path;
+  return label == null || label === String(page) ? `${path}, page ${page}` : `${path}, page ${label} (PDF page ${page})`;
 }
 
 function documentLink(answer) {
@@ -84,7 +85,7 @@ function showAnswers(result) {
           confidence(answer.score))),
       contextWithAnswer(answer),
       el("div", { class: "where" },
-        el("a", { href: documentLink(answer), class: "open-document" }, where(answer.path, answer.page)),
+        el("a", { href: documentLink(answer), class: "open-document" }, where(answer.path, answer.page, answer.page_label)),
         ` chars ${answer.char_start}-${answer.char_end}`),
       ...answer.also_in.map((source) => el("div", { class: "where also" }, "also in ",
         el("a", { href: documentLink(source) }, where(source.path, source.page)),
