@@ -610,8 +610,8 @@ def test_pdf_words_broken_at_line_ends_read_whole() -> None:
 
     pages = [
         "The server reads its configu-\nration at start.\nUse the command-\nline tool, as the command-line\n"
-        "guide says; see Apache-\nStyle rules and the 2-\nstep setup.\nA soft hy\u00ad\nphen, the \ufb01le and "
-        "e\ufb03cient\u00a0code.\nA whole line: configu-\nration\nnext line."
+        "guide says; see Apache-\nStyle rules and the 2-\nstep setup.\nA soft hy\u00ad\nphen, the \ufb01le "
+        "and e\ufb03cient\u00a0code.\nA whole line: configu-\nration\nnext line."
     ]
     (text,) = plain_page_texts(pages)
     assert "its configuration\nat start." in text  # joined, the break moved after the word
