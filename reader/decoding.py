@@ -245,13 +245,3 @@ def decode(
                 )
             candidates.append(cand)
     return drop_overlapping(candidates)[:top_k]
-
-
-def min_null_score(windows: Sequence[WindowLogits]) -> dict[int, float]:
-    """Per passage, the lowest null score over its windows (the window most sure an answer is there)."""
-    out: dict[int, float] = {}
-    for window in windows:
-        score = window.null_score
-        if window.passage_index not in out or score < out[window.passage_index]:
-            out[window.passage_index] = score
-    return out

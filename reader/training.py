@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reader.squad import SquadExample, load_squad
+from spanqa.errors import SpanqaError
 from spanqa.text import sentence_spans
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,10 @@ CHECKPOINT_DIR = "checkpoint"
 BEST_DIR = "best"
 STATE_FILE = "training_state.pt"
 HISTORY_FILE = "history.jsonl"
+
+
+class NoCheckpointError(SpanqaError):
+    """``resume`` was asked for, but the run's folder holds no checkpoint."""
 
 
 @dataclass
@@ -269,7 +274,7 @@ def train(
     state: dict[str, Any] | None = None
     if resume:
         if not (checkpoint / STATE_FILE).is_file():
-            raise FileNotFoundError(f"no checkpoint to resume in {checkpoint}")
+            raise NoCheckpointError(f"no checkpoint to resume in {checkpoint}: start without --resume")
         # map_location: a run started on a GPU can go on on a CPU, and the other way round.
         state = torch.load(checkpoint / STATE_FILE, weights_only=True, map_location="cpu")
         saved = TrainConfig(**{_RENAMED_FIELDS.get(k, k): v for k, v in state["config"].items()})

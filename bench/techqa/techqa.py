@@ -212,6 +212,126 @@ def locate(cache: Path, package: str, relative: str, answer: str, near: str | No
         print(f"({len(starts) - 10} more)")
 
 
+# --- remap ------------------------------------------------------------------------------------------------
+
+#: Characters that must agree for two texts to be taken as back in step after a difference.
+_SYNC = 8
+#: How far (characters in both texts together) a difference may reach before the alignment searches ahead.
+_REACH = 96
+_FOLD = str.maketrans({"\n": " "})
+
+
+def align(old: str, new: str) -> list[int]:
+    """For each offset of ``old`` (and its end), the offset in ``new`` of the same character; -1 where the
+    character is gone. ``new`` is ``old`` after a loader change of local edits (a hyphen dropped, a ligature
+    spelled out, a line break moved): the texts are walked together, a line break matching a space, and put
+    back in step after each edit on the nearest ``_SYNC`` characters they share."""
+    old, new = old.translate(_FOLD), new.translate(_FOLD)
+    where = [-1] * (len(old) + 1)
+    i = j = 0
+    while i < len(old) and j < len(new):
+        if old[i] == new[j]:
+            where[i] = j
+            i += 1
+            j += 1
+            continue
+        step = _resync(old, new, i, j)
+        if step is None:
+            break
+        i, j = i + step[0], j + step[1]
+    if i >= len(old):
+        where[len(old)] = len(new) if j >= len(new) else j
+    return where
+
+
+def _resync(old: str, new: str, i: int, j: int) -> tuple[int, int] | None:
+    for reach in range(1, _REACH):
+        for skip_old in range(reach + 1):
+            a, b = i + skip_old, j + reach - skip_old
+            if a < len(old) and old[a : a + _SYNC] == new[b : b + _SYNC]:
+                return skip_old, reach - skip_old
+    found = new.find(old[i : i + _SYNC * 4], j)
+    return (0, found - j) if found >= 0 else None
+
+
+def moved_span(where: list[int], start: int, end: int) -> tuple[int, int] | None:
+    """Where ``old[start:end]`` lies in the new text; a character gone at either edge (a ligature spelled
+    out) takes its neighbour's place. None when the span did not survive."""
+    first = (
+        where[start]
+        if where[start] >= 0
+        else (where[start - 1] + 1 if start and where[start - 1] >= 0 else -1)
+    )
+    last = where[end - 1] + 1 if where[end - 1] >= 0 else where[end]
+    return (first, last) if 0 <= first < last else None
+
+
+def remap(cache: Path, old_texts: Path, files: Sequence[Path]) -> int:
+    """Point every answer whose file's text changed (a loader change) at the same place in the new text.
+
+    Args:
+        cache: the cache whose ``text/`` was extracted by the new loaders.
+        old_texts: a ``text/`` folder extracted by the old ones (the one the offsets index).
+        files: question files, rewritten in place.
+
+    Returns:
+        How many answers could not be followed (printed; they need a writer's look).
+    """
+    texts = Texts(cache)
+    lost = 0
+    for path in files:
+        rows = read_jsonl(path)
+        changed = 0
+        for q in rows:
+            if q.get("kind") != "answerable":
+                continue
+            old_path = old_texts / q["package"] / f"{q['file']}.txt"
+            new = texts.get(q["package"], q["file"])
+            if not old_path.is_file() or new is None:
+                continue
+            old = old_path.read_text(encoding="utf-8")
+            if old == new:
+                continue
+            first, offset = q["answers"][0], q["offset"]
+            if old[offset : offset + len(first)] != first:
+                print(f"{q['id']}: not at its offset in the old text either: left as is")
+                lost += 1
+                continue
+            span = moved_span(_alignment(old, new, q["package"], q["file"]), offset, offset + len(first))
+            if span is None:
+                print(f"{q['id']}: {first!r} did not survive the change: left as is")
+                lost += 1
+                continue
+            start, end = span
+            moved = new[start:end]
+            if moved != first:
+                print(f"{q['id']}: {first!r} now reads {moved!r}")
+                q["answers"] = [moved, *(a.translate(_PLAIN_LETTERS) for a in q["answers"][1:])]
+            if start != offset or moved != first:
+                q["offset"] = start
+                changed += 1
+        if changed:
+            with path.open("w", encoding="utf-8") as handle:
+                for q in rows:
+                    q.pop("_where", None)
+                    handle.write(json.dumps(q, ensure_ascii=False) + "\n")
+            print(f"{path.name}: {changed} answers re-pointed")
+    return lost
+
+
+_ALIGNMENTS: dict[tuple[str, str], list[int]] = {}
+_PLAIN_LETTERS = str.maketrans(
+    {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"}
+)
+
+
+def _alignment(old: str, new: str, package: str, file: str) -> list[int]:
+    key = (package, file)
+    if key not in _ALIGNMENTS:
+        _ALIGNMENTS[key] = align(old, new)
+    return _ALIGNMENTS[key]
+
+
 # --- check ------------------------------------------------------------------------------------------------
 
 REQUIRED = ("id", "package", "file", "question", "answers", "kind")
@@ -627,6 +747,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("file")
     p.add_argument("answer")
     p.add_argument("--near")
+    p = sub.add_parser("remap", help="re-point answers after a loader change moved the extracted text")
+    p.add_argument("old_texts", type=Path, help="a text/ folder extracted before the change")
+    p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p = sub.add_parser("check")
     p.add_argument("files", nargs="*", type=Path, help="JSONL question files (default: all committed ones)")
     p.add_argument("--quiet-warnings", action="store_true")
@@ -654,6 +777,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         extract(args.cache, _selected(args.packages))
     elif args.command == "locate":
         locate(args.cache, args.package, args.file, args.answer, args.near)
+    elif args.command == "remap":
+        lost = remap(args.cache, args.old_texts, args.files or sorted(QUESTIONS.glob("*.jsonl")))
+        print(f"{lost} answers could not be followed")
+        return 1 if lost else 0
     elif args.command == "check":
         rows = []
         for path in args.files or sorted(QUESTIONS.glob("*.jsonl")):

@@ -27,6 +27,30 @@ class UserError(SpanqaError, click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+class OneLineUsageErrors(click.Group):
+    """The root group: Click's usage errors (a missing option, a file that does not exist) become one line
+    too, naming the help to read, instead of a usage block."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from exc
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from exc
+
+
+def _one_line(exc: click.UsageError) -> click.ClickException:
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare group prints its help: not a mistake
+        return exc
+    where = exc.ctx.command_path if exc.ctx is not None else "spanqa"
+    return UserError(f"{first_line(exc.format_message())} (see `{where} --help`)")
+
+
 def friendly_errors(func: F) -> F:
     """Turn spanqa's errors into one-line messages; anything else is a bug, shown as "unexpected"."""
 

@@ -31,10 +31,10 @@ def reader_group() -> None:
 @click.option(
     "--train",
     "train_file",
-    required=True,
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
-    help="SQuAD-format JSON (v1.1 or v2.0); repeat to train on several files at once.",
+    help="SQuAD-format JSON (v1.1 or v2.0); repeat to train on several files at once (with --resume, the "
+    "run's own).",
 )
 @click.option(
     "--init", "init", help="Encoder to start from: hub name or path (default: the packaged all-MiniLM-L6-v2)."
@@ -117,6 +117,8 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
     from reader.training import resolve_training_device, train
     from retriever.encoder import resolve_encoder_model
 
+    if not options["train_file"] and not options["resume"]:
+        raise UserError("give the training data with --train FILE (or --resume a run in --out)")
     try:
         resolve_training_device(options["device"])
     except (ValueError, RuntimeError) as exc:  # torch.device("gpu") raises RuntimeError

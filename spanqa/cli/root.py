@@ -12,6 +12,7 @@ import os
 import click
 
 from spanqa import __version__
+from spanqa.cli._errors import OneLineUsageErrors
 from spanqa.cli.admin import completion, config, db_group, doctor, status
 from spanqa.cli.ask import ask, search
 from spanqa.cli.docs import docs_group
@@ -32,7 +33,7 @@ for _name, _value in {
     os.environ.setdefault(_name, _value)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineUsageErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="spanqa")
 @click.option("--config", type=click.Path(dir_okay=False), help="A spanqa.toml file (default ./spanqa.toml).")
 @click.option(

@@ -96,7 +96,9 @@ def test_time_limit_stops_with_a_checkpoint(config: TrainConfig) -> None:
 
 
 def test_resume_without_checkpoint_is_an_error(config: TrainConfig) -> None:
-    with pytest.raises(FileNotFoundError):
+    from reader.training import NoCheckpointError
+
+    with pytest.raises(NoCheckpointError, match="no checkpoint to resume"):
         train(config, resume=True)
 
 

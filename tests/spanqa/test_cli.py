@@ -121,6 +121,38 @@ def test_user_mistakes_are_one_line_errors(
         assert "Traceback" not in output and len(output.strip().splitlines()) == 1
 
 
+#: Mistakes a user makes, each with the words its one-line error must hold ({tmp} is the test's folder).
+MISTAKES = [
+    (("search", "anything"), "nothing is indexed"),
+    (("ask", ""), "the question is empty"),
+    (("ask",), "Missing argument 'QUESTION'"),
+    (("ask", "--passages", "x", "q"), "'x' is not a valid integer"),
+    (("ingest", "{tmp}/missing"), "no such file or folder"),
+    (("docs", "show", "nope"), "nothing is indexed"),  # test_document_references_get_precise_messages
+    (("docs", "remove", "nope"), "nothing is indexed"),
+    (("jobs", "nope"), "no job nope"),
+    (("watch", "--remove", "{tmp}"), "not watched"),
+    (("eval", "docs", "{tmp}/missing.json"), "does not exist"),
+    (("eval", "squad", "{tmp}/missing.json"), "does not exist"),
+    (("reader", "train", "--out", "{tmp}/run"), "give the training data with --train"),
+    (("reader", "train", "--resume", "--out", "{tmp}/run"), "no checkpoint to resume"),
+    (("reader", "calibrate", "{tmp}/no-run"), "does not exist"),
+    (("--bogus",), "No such option '--bogus'"),
+    (("nosuchcommand",), "No such command 'nosuchcommand'"),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), MISTAKES, ids=[" ".join(a) for a, _ in MISTAKES])
+def test_every_user_mistake_is_one_line(
+    cli: tuple[CliRunner, dict[str, str], Path], tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    result = invoke(cli, *(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith("error: ") and words in result.output
+    assert "unexpected" not in result.output and "Traceback" not in result.output
+
+
 def test_failed_files_give_exit_code_1(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
     (cli[2] / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
     result = invoke(cli, "ingest", str(cli[2]))
