@@ -6,7 +6,6 @@ import dataclasses
 import hashlib
 import logging
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -18,25 +17,22 @@ import numpy as np
 
 from ingest.catalog import Catalog, document_id_for
 from ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
+from ingest.folding import fold_labels
 from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, NotADocument, load_file, looks_like_text
+from ingest.model_check import check_model
+from ingest.points import make_point
 from ingest.walk import FoundFile, SkippedFile, inside, walk
 from retriever.encoder import TextEncoder
-from retriever.index import ACTIVE_ALIAS, IndexPoint, VectorIndex, collection_name
-from retriever.lexical import Bm25Encoder
+from retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.errors import SpanqaError
 from spanqa.settings import Settings
-from spanqa.types import Chunk, Document, DocumentStatus, IndexVersion
+from spanqa.types import Chunk, Document, DocumentStatus
 
 logger = logging.getLogger(__name__)
 
 NEW, CHANGED, UNCHANGED, FAILED, PRUNED = "new", "changed", "unchanged", "failed", "pruned"
 #: A file with nothing of its own to index (a man page alias): not failed, counted under its reason.
 SKIPPED = "skipped"
-#: Near neighbours weighed per chunk when folding near-duplicates (the nearest may state other numbers).
-FOLD_CANDIDATES = 3
-#: Chunks of one batch compared with each other at once (a block of cosines, not one row at a time).
-FOLD_BLOCK = 512
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 class IngestError(SpanqaError):
@@ -407,9 +403,9 @@ class IngestJob:
         if not batch:
             return []
         collection = self.active_collection()
-        texts = [c.search_text for p in batch for c in p.chunks]
-        vectors = np.asarray(self.encoder.encode(texts), dtype=np.float32)
-        folds = iter(self._fold_labels(collection, [c for p in batch for c in p.chunks], vectors))
+        chunks = [c for p in batch for c in p.chunks]
+        vectors = np.asarray(self.encoder.encode([c.search_text for c in chunks]), dtype=np.float32)
+        folds = iter(fold_labels(self.index, self.catalog, collection, chunks, vectors, self.fold_similarity))
         outcomes: list[FileOutcome] = []
         row = 0
         for prepared in batch:
@@ -429,40 +425,6 @@ class IngestJob:
             report.chunks_embedded += len(prepared.chunks)
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
-
-    def _fold_labels(self, collection: str, chunks: Sequence[Chunk], vectors: np.ndarray) -> list[str | None]:
-        """Each chunk's near-duplicate group: that of its nearest chunk (indexed, or earlier in ``chunks``)
-        whose cosine reaches ``fold_similarity`` and whose text states the same numbers; else None."""
-        if self.fold_similarity > 1 or not chunks:
-            return [None] * len(chunks)
-        threshold = self.fold_similarity
-        indexed = self.index.search_many(collection, list(vectors), limit=FOLD_CANDIDATES)
-        close = {hit.id for hits in indexed for hit in hits if hit.score >= threshold}
-        texts = {cid: c.text for cid, c in self.catalog.get_chunks(close).items()} if close else {}
-        labels: list[str | None] = []
-        for start in range(0, len(chunks), FOLD_BLOCK):
-            stop = min(start + FOLD_BLOCK, len(chunks))
-            # Vectors are normalized: dot products are cosines; a chunk is compared with those before it only.
-            block = vectors[start:stop] @ vectors[:stop].T
-            block[np.triu_indices(stop - start, k=start, m=stop)] = -np.inf
-            for row, i in enumerate(range(start, stop)):
-                chunk = chunks[i]
-                candidates = [
-                    (hit.score, str(hit.payload.get("fold") or hit.id), texts[hit.id])
-                    for hit in indexed[i]
-                    if hit.score >= threshold and hit.id in texts
-                ]
-                earlier = np.flatnonzero(block[row] >= threshold)
-                for j in earlier[np.argsort(-block[row][earlier])][:FOLD_CANDIDATES]:
-                    candidates.append((float(block[row][j]), labels[j] or chunks[j].id, chunks[j].text))
-                label = None
-                for _, group, text in sorted(candidates, key=lambda c: -c[0]):
-                    # Its own earlier version (an unchanged chunk of a changed file) is not a duplicate.
-                    if group != chunk.id and same_numbers(chunk.text, text):
-                        label = group
-                        break
-                labels.append(label)
-        return labels
 
     def _skip(self, item: FoundFile, reason: str, existing: Document | None) -> FileOutcome:
         """A file with nothing to index: counted under its reason; a version indexed before is dropped."""
@@ -583,49 +545,6 @@ class IngestJob:
         if collection is not None and self.index.has_collection(collection):
             self.index.delete_document(collection, document_id)
         self.catalog.mark_deleted(document_id)
-
-
-_BM25 = Bm25Encoder()
-
-
-def same_numbers(a: str, b: str) -> bool:
-    """Whether two texts state the same numbers: near-duplicates that differ in a value ("4MB", "64MB"; two
-    versions of a manual) say different things and are not folded."""
-    return sorted(NUMBER.findall(a)) == sorted(NUMBER.findall(b))
-
-
-def make_point(chunk: Chunk, path: str, vector: Any) -> IndexPoint:
-    """The Qdrant point of a chunk: its vector, its BM25 terms (heading path and text) and where it lives."""
-    return IndexPoint(
-        id=chunk.id,
-        vector=vector,
-        sparse=_BM25.document(chunk.search_text),
-        payload={
-            "document_id": chunk.document_id,
-            "chunk_id": chunk.id,
-            "path": path,
-            "ordinal": chunk.ordinal,
-            "char_start": chunk.char_start,
-            "char_end": chunk.char_end,
-            "page": chunk.page,
-            "fold": chunk.fold_label,
-        },
-    )
-
-
-def check_model(active: IndexVersion, configured: str, pooling: str) -> None:
-    """Refuse to mix vectors of two models (or two poolings of one) in one collection."""
-    if active.model_name != configured:
-        raise IngestError(
-            f"the index was built with retriever model '{active.model_name}' but SPANQA_RETRIEVER_MODEL is "
-            f"'{configured}': set it back, or rebuild the index for the new model with "
-            f"`spanqa reindex --retriever-model {configured}`"
-        )
-    if active.pooling != pooling:
-        raise IngestError(
-            f"the index was built with pooling '{active.pooling}' but SPANQA_POOLING is '{pooling}': set it "
-            "back, or rebuild the index with `spanqa reindex`"
-        )
 
 
 def _sha256(path: Path) -> str:

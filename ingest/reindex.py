@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ingest.catalog import Catalog
-from ingest.job import make_point
+from ingest.points import make_point
 from retriever.encoder import TextEncoder
 from retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.types import IndexVersion

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.catalog import Catalog
-from ingest.job import check_model
+from ingest.model_check import check_model
 from ingest.walk import matches
 from reader.answers import AnswerBuilder, read_passages
 from retriever.retriever import Retriever

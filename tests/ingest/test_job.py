@@ -17,10 +17,10 @@ from ingest.job import (
     PRUNED,
     SKIPPED,
     UNCHANGED,
-    IngestError,
     IngestJob,
     PathNotFoundError,
 )
+from ingest.model_check import ModelMismatchError
 from retriever.encoder import SentenceEncoder
 from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
 from retriever.retriever import fold
@@ -326,7 +326,7 @@ def test_a_different_retriever_model_is_refused(env: Env, settings: Settings, tm
     (env.docs / "b.txt").write_text("new file " * 20)
     other = CountingEncoder(SentenceEncoder(model=str(tmp_path / "another-model")))
     job = IngestJob(catalog=env.catalog, encoder=other, index=env.index)
-    with pytest.raises(IngestError, match="retriever model"):
+    with pytest.raises(ModelMismatchError, match="retriever model"):
         job.run([env.docs])
     assert other.calls == 0
 

@@ -82,7 +82,7 @@ def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path
 
 
 def test_a_pooling_change_is_refused_until_reindexed(settings: Settings, tmp_path: Path) -> None:
-    from ingest.job import IngestError
+    from ingest.model_check import ModelMismatchError
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -92,9 +92,9 @@ def test_a_pooling_change_is_refused_until_reindexed(settings: Settings, tmp_pat
         assert runtime.catalog.active_index().pooling == "auto"  # type: ignore[union-attr]
     cls = settings.replace(pooling="cls")
     with Runtime(cls) as runtime:
-        with pytest.raises(IngestError, match="built with pooling 'auto' but SPANQA_POOLING is 'cls'"):
+        with pytest.raises(ModelMismatchError, match="built with pooling 'auto' but SPANQA_POOLING is 'cls'"):
             pipeline.search(runtime, "Who won?")
-        with pytest.raises(IngestError, match="spanqa reindex"):
+        with pytest.raises(ModelMismatchError, match="spanqa reindex"):
             runtime.ingest_job().run([docs])
         report = reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
         assert report.previous is not None and report.current.pooling == "cls"
