@@ -22,6 +22,7 @@ from spanqa.text import sentence_spans
 from spanqa.types import Answer, AnswerSource, Passage, page_at, prefixed
 
 if TYPE_CHECKING:
+    from reader.decoding import SpanCandidate
     from reader.reader import ExtractiveReader, ReaderResult
     from spanqa.settings import Settings
 
@@ -180,107 +181,159 @@ class AnswerBuilder:
             scored below ``min_score``, at most ``answers``.
         """
         pages = page_starts or {}
-        weight = self.retriever_weight
         retrieval = min_max({str(i): p.score for i, p in enumerate(passages)})
-        scored = []
-        for span in result.spans:
-            if span.margin <= self.no_answer_threshold:
-                continue
-            passage = passages[span.passage_index]
-            combined = combine_scores(span.score, retrieval[str(span.passage_index)], weight)
-            text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
-            # The near-duplicates folded into the passage that hold the same text (a title answer: none).
-            held = (
-                copy_sources(passage, span.char_start, span.char_end, pages) if span.char_start >= 0 else []
-            )
-            scored.append((combined, span, passage, text, normalize_answer(text), held))
-        scored.sort(key=lambda item: item[0], reverse=True)
-        null_logit = combine_scores(result.null_score, 1.0, weight)
-        normalizer = logsumexp([item[0] for item in scored] + [null_logit])
+        scored = self._scored(result, passages, pages, retrieval)
+        null_logit = combine_scores(result.null_score, 1.0, self.retriever_weight)
+        normalizer = logsumexp([item.combined for item in scored] + [null_logit])
         # How many passages give the same words: agreement is evidence an answer is right. A near-duplicate
         # folded into a passage, not read, counts when it holds the same text (read, it would have agreed).
         agreeing: dict[str, dict[int, int]] = {}
-        for _, span, _, _, words, held in scored:
-            agreeing.setdefault(words, {})[span.passage_index] = 1 + len(held)
+        for item in scored:
+            agreeing.setdefault(item.words, {})[item.span.passage_index] = 1 + len(item.held)
         question_words = content_words(question)
         picked: list[Answer] = []
         picked_words: dict[str, int] = {}  # an answer's words -> its place in ``picked``
         sources: dict[int, list[AnswerSource]] = {}
-        for combined, span, passage, text, words, held in scored:
-            doc_start = passage.char_start + span.char_start
-            doc_end = passage.char_start + span.char_end
-            if any(
-                a.document_id == passage.document_id and doc_start < a.char_end and a.char_start < doc_end
-                for a in picked
-            ):
+        for item in scored:
+            if any(_overlaps(a, item) for a in picked):
                 continue  # the same place again, through an overlapping chunk
-            if words in picked_words:
+            if item.words in picked_words:
                 # The same answer in another place: one answer, with the other places listed under it.
-                first = picked_words[words]
-                places = sources.setdefault(first, [])
-                seen = {(s.document_id, s.char_start) for s in places}
-                seen.add((picked[first].document_id, picked[first].char_start))
-                if (passage.document_id, doc_start) not in seen and span.char_start >= 0:
-                    known = pages.get(passage.document_id)
-                    page = page_at(known, doc_start) if known is not None else None
-                    places.append(AnswerSource(passage.path, passage.document_id, doc_start, doc_end, page))
-                    seen.add((passage.document_id, doc_start))
-                places.extend(
-                    source for source in held if (source.document_id, source.char_start) not in seen
-                )
+                first = picked_words[item.words]
+                _add_places(sources.setdefault(first, []), picked[first], item, pages)
                 continue
-            if span.char_start >= 0:
-                context, context_start = answer_context(passage.text, span.char_start, span.char_end)
-                context_start += passage.char_start
-            else:  # the entry's title: the term is its own context
-                context = passage.title
-                context_start = passage.title_start if passage.title_start is not None else doc_start
-            page = page_at(pages[passage.document_id], doc_start) if passage.document_id in pages else None
-            relative = math.exp(combined - normalizer)
-            candidate = Candidate(
-                span_score=span.score,
-                margin=span.margin,
-                relative_score=relative,
-                retrieval=retrieval[str(span.passage_index)],
-                passage_rank=span.passage_index + 1,
-                dense_score=passage.dense_score,
-                dense_rank=passage.dense_rank,
-                lexical_score=passage.lexical_score,
-                lexical_rank=passage.lexical_rank,
-                agreement=sum(agreeing[words].values()),
-                passage_text=prefixed(passage.heading, passage.title, passage.text).text,
-                sentence=context,
-                answer=text,
-            )
-            values = features(question_words, candidate)
-            score = self.calibrator.probability(values) if self.calibrator is not None else relative
-            if held:
-                sources[len(picked)] = held
-            picked_words[words] = len(picked)
-            picked.append(
-                Answer(
-                    text=text,
-                    score=score,
-                    path=passage.path,
-                    document_id=passage.document_id,
-                    char_start=doc_start,
-                    char_end=doc_end,
-                    page=page,
-                    passage=passage,
-                    reader_score=span.score,
-                    retriever_score=passage.score,
-                    context=context,
-                    context_start=context_start,
-                    relative_score=relative,
-                    features=values,
-                )
-            )
+            relative = math.exp(item.combined - normalizer)
+            agreement = sum(agreeing[item.words].values())
+            if item.held:
+                sources[len(picked)] = item.held
+            picked_words[item.words] = len(picked)
+            picked.append(self._answer(item, pages, relative, agreement, retrieval, question_words))
         # Best first by the score shown (the probability of being right), never below min_score: an answer
         # below it leaves its place to the next candidate. Ties keep the reading's order.
         picked = [dataclasses.replace(a, also_in=tuple(sources.get(i, ()))) for i, a in enumerate(picked)]
         kept = [a for a in picked if a.score >= self.min_score]
         kept.sort(key=lambda a: a.score, reverse=True)
         return kept[: self.answers]
+
+    def _scored(
+        self,
+        result: ReaderResult,
+        passages: Sequence[Passage],
+        pages: dict[str, list[tuple[int, int]]],
+        retrieval: dict[str, float],
+    ) -> list[_Scored]:
+        """The spans that beat "no answer" by more than the threshold, with retriever evidence mixed in,
+        best first."""
+        scored = []
+        for span in result.spans:
+            if span.margin <= self.no_answer_threshold:
+                continue
+            passage = passages[span.passage_index]
+            combined = combine_scores(span.score, retrieval[str(span.passage_index)], self.retriever_weight)
+            text = passage.text_at(passage.char_start + span.char_start, passage.char_start + span.char_end)
+            # The near-duplicates folded into the passage that hold the same text (a title answer: none).
+            held = (
+                copy_sources(passage, span.char_start, span.char_end, pages) if span.char_start >= 0 else []
+            )
+            scored.append(_Scored(combined, span, passage, text, normalize_answer(text), held))
+        scored.sort(key=lambda item: item.combined, reverse=True)
+        return scored
+
+    def _answer(
+        self,
+        item: _Scored,
+        pages: dict[str, list[tuple[int, int]]],
+        relative: float,
+        agreement: int,
+        retrieval: dict[str, float],
+        question_words: set[str],
+    ) -> Answer:
+        """One answer: its context and page, and its score (calibrated where a calibrator is set)."""
+        span, passage = item.span, item.passage
+        if span.char_start >= 0:
+            context, context_start = answer_context(passage.text, span.char_start, span.char_end)
+            context_start += passage.char_start
+        else:  # the entry's title: the term is its own context
+            context = passage.title
+            context_start = passage.title_start if passage.title_start is not None else item.start
+        page = page_at(pages[passage.document_id], item.start) if passage.document_id in pages else None
+        candidate = Candidate(
+            span_score=span.score,
+            margin=span.margin,
+            relative_score=relative,
+            retrieval=retrieval[str(span.passage_index)],
+            passage_rank=span.passage_index + 1,
+            dense_score=passage.dense_score,
+            dense_rank=passage.dense_rank,
+            lexical_score=passage.lexical_score,
+            lexical_rank=passage.lexical_rank,
+            agreement=agreement,
+            passage_text=prefixed(passage.heading, passage.title, passage.text).text,
+            sentence=context,
+            answer=item.text,
+        )
+        values = features(question_words, candidate)
+        return Answer(
+            text=item.text,
+            score=self.calibrator.probability(values) if self.calibrator is not None else relative,
+            path=passage.path,
+            document_id=passage.document_id,
+            char_start=item.start,
+            char_end=item.end,
+            page=page,
+            passage=passage,
+            reader_score=span.score,
+            retriever_score=passage.score,
+            context=context,
+            context_start=context_start,
+            relative_score=relative,
+            features=values,
+        )
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A span the reader found, scored with the retriever's evidence; ``words`` are its normalized text,
+    ``held`` the places in near-duplicates folded into its passage that hold the same text."""
+
+    combined: float
+    span: SpanCandidate
+    passage: Passage
+    text: str
+    words: str
+    held: list[AnswerSource]
+
+    @property
+    def start(self) -> int:
+        return self.passage.char_start + self.span.char_start
+
+    @property
+    def end(self) -> int:
+        return self.passage.char_start + self.span.char_end
+
+
+def _overlaps(answer: Answer, item: _Scored) -> bool:
+    return (
+        answer.document_id == item.passage.document_id
+        and item.start < answer.char_end
+        and answer.char_start < item.end
+    )
+
+
+def _add_places(
+    places: list[AnswerSource], answer: Answer, item: _Scored, pages: dict[str, list[tuple[int, int]]]
+) -> None:
+    """List ``item``'s place, and the near-duplicates that hold it, under ``answer`` (the same words found
+    first), each place once."""
+    seen = {(s.document_id, s.char_start) for s in places}
+    seen.add((answer.document_id, answer.char_start))
+    passage = item.passage
+    if (passage.document_id, item.start) not in seen and item.span.char_start >= 0:
+        known = pages.get(passage.document_id)
+        page = page_at(known, item.start) if known is not None else None
+        places.append(AnswerSource(passage.path, passage.document_id, item.start, item.end, page))
+        seen.add((passage.document_id, item.start))
+    places.extend(source for source in item.held if (source.document_id, source.char_start) not in seen)
 
 
 def copy_sources(
