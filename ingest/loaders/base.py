@@ -80,5 +80,12 @@ class LoadedText:
     blocks: list[Block] = field(default_factory=list)
 
 
-RawBlock = tuple[int, int, str, tuple[str, ...]]
-"""(raw start, raw end, kind, heading path): a block before whitespace normalization."""
+@dataclass
+class RawBlock:
+    """A block before whitespace normalization: ``raw[start:end]``, its kind and the heading path above it
+    (a walk may still change both as it reads on)."""
+
+    start: int
+    end: int
+    kind: str
+    heading: tuple[str, ...]

@@ -17,6 +17,7 @@ from ingest.loaders.base import (
     TERM,
     TEXT,
     LoadedText,
+    RawBlock,
 )
 from ingest.loaders.decode import decode_file_text
 from ingest.loaders.text import _map_blocks, normalize_whitespace
@@ -68,7 +69,7 @@ class _HtmlWalk:
 
     parts: list[str] = field(default_factory=list)
     length: int = 0
-    blocks: list[tuple[int, int, str, tuple[str, ...]]] = field(default_factory=list)
+    blocks: list[RawBlock] = field(default_factory=list)
     headings: list[tuple[int, str]] = field(default_factory=list)  # (level, title), outermost first
     terms: list[str | None] = field(default_factory=list)  # the current <dt> of each open <dl>
     table_headers: list[str | None] = field(default_factory=list)  # the header row of each open table
@@ -87,8 +88,8 @@ class _HtmlWalk:
         header = self.table_headers[-1] if self.table_headers else None
         return (*path, header) if header else tuple(path)
 
-    def close_block(self) -> tuple[str, str, int, int] | None:
-        """End the open block; returns its (kind, text, heading level, <dt> number) when it held any text."""
+    def close_block(self) -> _Closed | None:
+        """End the open block; returns what it was when it held any text."""
         block, self.current = self.current, None
         if block is None:
             return None
@@ -99,8 +100,18 @@ class _HtmlWalk:
         mostly_links = block.link_chars >= NAV_LINK_SHARE * max(block.chars, 1)
         if kind not in (HEADING, TERM, HEADER_ROW) and mostly_links:
             kind = NAVIGATION
-        self.blocks.append((block.raw_start, self.length, kind, block.heading))
-        return kind, re.sub(r"\s*¶$", "", " ".join(raw.split())), block.level, block.dt
+        self.blocks.append(RawBlock(block.raw_start, self.length, kind, block.heading))
+        return _Closed(kind, re.sub(r"\s*¶$", "", " ".join(raw.split())), block.level, block.dt)
+
+
+@dataclass(frozen=True)
+class _Closed:
+    """A block just closed: its kind, its text on one line, its heading level, its <dt> (0: none)."""
+
+    kind: str
+    text: str
+    level: int
+    dt: int
 
 
 def _tail_text(parts: list[str], count: int) -> str:
@@ -128,7 +139,7 @@ def _block_kind(open_tags: list[str]) -> tuple[str, int]:
 @dataclass
 class _HtmlText:
     text: str
-    blocks: list[tuple[int, int, str, tuple[str, ...]]]
+    blocks: list[RawBlock]
 
 
 def _html_walk(markup: str) -> _HtmlText:
@@ -230,36 +241,36 @@ def _html_walk(markup: str) -> _HtmlText:
     return _HtmlText("".join(walk.parts), walk.blocks)
 
 
-def _after_block(walk: _HtmlWalk, closed: tuple[str, str, int, int]) -> None:
+def _after_block(walk: _HtmlWalk, closed: _Closed) -> None:
     """Update the heading path after a heading, a definition term or a table header row."""
-    kind, text, level, dt = closed
-    start, end, _, heading = walk.blocks[-1]
-    if kind == HEADING:
-        while walk.headings and walk.headings[-1][0] >= level:
+    text, last = closed.text, walk.blocks[-1]
+    if closed.kind == HEADING:
+        while walk.headings and walk.headings[-1][0] >= closed.level:
             walk.headings.pop()
-        walk.headings.append((level, text))
-    elif kind == TERM and walk.terms:
+        walk.headings.append((closed.level, text))
+    elif closed.kind == TERM and walk.terms:
         # A term opens its entry: it is in the entry's heading path (for the passages of a long definition
         # cut in several) and the first block of its first passage. Terms in a row ("-u", "--untracked")
         # name one entry.
+        heading = last.heading
         run = len(walk.blocks) - 1
-        if dt and dt == walk.last_term_dt and walk.blocks[run - 1][2] == TERM:
+        if closed.dt and closed.dt == walk.last_term_dt and walk.blocks[run - 1].kind == TERM:
             # A second line of the same <dt> ("-a<br>--data-only", as PostgreSQL's manual writes them) opened
             # under the first line as its term: it is the same entry's name, not a term within that entry.
             heading = heading[:-1]
-        walk.last_term_dt = dt
-        while run > 0 and walk.blocks[run - 1][2] == TERM and walk.blocks[run - 1][3][:-1] == heading:
+        walk.last_term_dt = closed.dt
+        while run > 0 and walk.blocks[run - 1].kind == TERM and walk.blocks[run - 1].heading[:-1] == heading:
             run -= 1
         if run < len(walk.blocks) - 1:
-            text = f"{walk.blocks[run][3][-1]}, {text}"
-        for index in range(run, len(walk.blocks)):
-            walk.blocks[index] = (*walk.blocks[index][:3], (*heading, text))
+            text = f"{walk.blocks[run].heading[-1]}, {text}"
+        for block in walk.blocks[run:]:
+            block.heading = (*heading, text)
         walk.terms[-1] = text
-    elif kind == ROW and walk.row_cells and walk.table_headers:
+    elif closed.kind == ROW and walk.row_cells and walk.table_headers:
         th, td = walk.row_cells[-1]
         if th and not td and walk.table_headers[-1] is None:
-            walk.blocks[-1] = (start, end, HEADER_ROW, heading)
-            cells = _tail_text(walk.parts, walk.length - start).splitlines()
+            last.kind = HEADER_ROW
+            cells = _tail_text(walk.parts, walk.length - last.start).splitlines()
             walk.table_headers[-1] = " | ".join(cell.strip() for cell in cells if cell.strip())
 
 

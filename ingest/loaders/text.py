@@ -103,10 +103,10 @@ def _normalized_span(text: str, source_index: list[int], raw_start: int, raw_end
 def _map_blocks(raw_blocks: list[RawBlock], text: str, source_index: list[int]) -> list[Block]:
     """Blocks in normalized offsets (trimmed; empty ones dropped) from blocks in raw offsets."""
     blocks: list[Block] = []
-    for raw_start, raw_end, kind, heading in raw_blocks:
-        start, end = _normalized_span(text, source_index, raw_start, raw_end)
+    for raw in raw_blocks:
+        start, end = _normalized_span(text, source_index, raw.start, raw.end)
         if end > start and (not blocks or start >= blocks[-1].char_end):
-            blocks.append(Block(start, end, kind, heading))
+            blocks.append(Block(start, end, raw.kind, raw.heading))
     return blocks
 
 
@@ -123,7 +123,7 @@ def _joined_blocks(items: list[tuple[str, int]]) -> tuple[str, list[RawBlock]]:
         parts.append(text)
         title = " ".join(text.split())
         kind = HEADING if level and title else TEXT
-        raw.append((offset, offset + len(text), kind, tuple(t for _, t in headings)))
+        raw.append(RawBlock(offset, offset + len(text), kind, tuple(t for _, t in headings)))
         offset += len(text)
         if kind == HEADING:
             while headings and headings[-1][0] >= level:
