@@ -48,13 +48,24 @@ class ChunkSpan:
     title: tuple[int, int] | None = None
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """A sentence (or a piece of a long one) of a content block: ``text[start:end]``, its token count and the
+    index of its block."""
+
+    start: int
+    end: int
+    tokens: int
+    block: int
+
+
 def _units(
     text: str,
     tokenizer: Any,
     max_unit_tokens: int,
     piece_tokens: int,
     ranges: Sequence[tuple[int, int]] | None = None,
-) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+) -> list[_Unit]:
     """Sentences with their token counts and the index of the range each lies in (the whole text when no
     ranges are given); a sentence over ``max_unit_tokens`` is cut into ``piece_tokens`` pieces."""
     sentences: list[tuple[int, int]] = []
@@ -63,9 +74,7 @@ def _units(
         found = sentence_spans(text[start:end])
         sentences.extend((start + s, start + e) for s, e in found)
         sentence_owner.extend([index] * len(found))
-    units: list[tuple[int, int]] = []
-    counts: list[int] = []
-    owner: list[int] = []
+    units: list[_Unit] = []
     batch = 512
     for offset in range(0, len(sentences), batch):
         group = sentences[offset : offset + batch]
@@ -77,20 +86,19 @@ def _units(
         )
         for position, ((s, e), offsets) in enumerate(zip(group, encoded["offset_mapping"], strict=True)):
             n = len(offsets)
+            owner = sentence_owner[offset + position]
             if n <= max_unit_tokens:
-                units.append((s, e))
-                counts.append(max(n, 1))
-                owner.append(sentence_owner[offset + position])
+                units.append(_Unit(s, e, max(n, 1), owner))
                 continue
             # Pieces meet at token starts, so characters the tokenizer drops (control chars) stay covered.
             cuts = [s] + [s + offsets[t][0] for t in range(piece_tokens, n, piece_tokens)] + [e]
             for index, (p_start, p_end) in enumerate(itertools.pairwise(cuts)):
-                before = len(units)
-                append_stripped(text, p_start, p_end, units)
-                if len(units) > before:
-                    counts.append(len(offsets[index * piece_tokens : (index + 1) * piece_tokens]) or 1)
-                    owner.append(sentence_owner[offset + position])
-    return units, counts, owner
+                piece: list[tuple[int, int]] = []
+                append_stripped(text, p_start, p_end, piece)
+                if piece:
+                    tokens = len(offsets[index * piece_tokens : (index + 1) * piece_tokens]) or 1
+                    units.append(_Unit(piece[0][0], piece[0][1], tokens, owner))
+    return units
 
 
 def chunk_blocks(
@@ -141,9 +149,7 @@ def chunk_blocks(
         # page of headings and links (a table of contents, an index) stays out.
         content = [Block(b.char_start, b.char_end, TEXT, ()) for b in blocks]
     # Sentences of every content block, tokenized in one pass; each unit knows its block.
-    units, counts, owner = _units(
-        text, tokenizer, chunk_tokens, piece_tokens, [(b.char_start, b.char_end) for b in content]
-    )
+    units = _units(text, tokenizer, chunk_tokens, piece_tokens, [(b.char_start, b.char_end) for b in content])
     # Per content block, the span of its entry's term(s) when it belongs to a definition entry.
     titles: list[tuple[int, int] | None] = []
     entries: dict[tuple[str, ...], tuple[int, int]] = {}
@@ -160,37 +166,37 @@ def chunk_blocks(
 
     def section_of(unit: int) -> tuple[Any, ...]:
         # A table row is a passage of its own (with its column headers in the heading path).
-        block = content[owner[unit]]
+        block = content[units[unit].block]
         where = (block.heading, stretches.get(block.char_start, 0))
-        return (*where, owner[unit]) if block.kind == ROW else where
+        return (*where, units[unit].block) if block.kind == ROW else where
 
     i, n = 0, len(units)
     while i < n:
         section = section_of(i)
         j, total = i, 0
-        while j < n and section_of(j) == section and (j == i or total + counts[j] <= chunk_tokens):
-            total += counts[j]
+        while j < n and section_of(j) == section and (j == i or total + units[j].tokens <= chunk_tokens):
+            total += units[j].tokens
             j += 1
-        ends_block = j >= n or owner[j] != owner[j - 1]
+        ends_block = j >= n or units[j].block != units[j - 1].block
         if not ends_block:
             # Back off to the last block boundary if that keeps at least half of the window.
             kept = total
             for k in range(j - 1, i, -1):
-                kept -= counts[k]
-                if owner[k] != owner[k - 1]:
+                kept -= units[k].tokens
+                if units[k].block != units[k - 1].block:
                     if kept * 2 >= chunk_tokens:
                         j, ends_block = k, True
                     break
-        char_start, char_end = units[i][0], units[j - 1][1]
+        char_start, char_end = units[i].start, units[j - 1].end
         segments = tuple(
             (max(b.char_start, char_start), min(b.char_end, char_end))
-            for b in content[owner[i] : owner[j - 1] + 1]
+            for b in content[units[i].block : units[j - 1].block + 1]
         )
-        first = content[owner[i]]
+        first = content[units[i].block]
         heading, title = first.heading, None
-        if first.kind == TERM and units[i][0] == first.char_start:
+        if first.kind == TERM and units[i].start == first.char_start:
             heading = heading[:-1]  # the entry's term opens the chunk: no need to say it twice
-        elif (entry := titles[owner[i]]) is not None and entry[1] <= char_start:
+        elif (entry := titles[units[i].block]) is not None and entry[1] <= char_start:
             heading, title = heading[:-1], entry  # a later piece of an entry: its term as title
         spans.append(
             ChunkSpan(
@@ -208,8 +214,12 @@ def chunk_blocks(
             i = j
             continue
         k, back = j, 0
-        while k - 1 > i and owner[k - 1] == owner[j] and back + counts[k - 1] <= overlap_tokens:
-            back += counts[k - 1]
+        while (
+            k - 1 > i
+            and units[k - 1].block == units[j].block
+            and back + units[k - 1].tokens <= overlap_tokens
+        ):
+            back += units[k - 1].tokens
             k -= 1
         i = k
     return spans
