@@ -32,6 +32,7 @@ from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings, SettingsError
+from spanqa.types import AskOptions
 
 STAGES = ("total", "encode", "search", "read")
 # Untimed first questions: the first asks of each reader warm caches and thread pools.
@@ -90,7 +91,7 @@ def main() -> None:
             for reader, stages in zip(readers, times, strict=True):
                 runtime._reader = reader  # the bench swaps readers over one open index
                 started = time.perf_counter()
-                result = pipeline.ask(runtime, question, passages=args.passages)
+                result = pipeline.ask(runtime, question, AskOptions(passages=args.passages))
                 if warming:
                     continue
                 stages["total"].append(time.perf_counter() - started)

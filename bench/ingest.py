@@ -23,6 +23,7 @@ from bench.common import emit_results, machine, summarize_ms, write_corpus
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
+from spanqa.types import SearchOptions
 
 
 def main() -> None:
@@ -54,11 +55,11 @@ def main() -> None:
         rng = random.Random(5)
         sample = rng.sample(questions, min(args.queries, len(questions)))
         for q in sample[:10]:  # warm-up
-            pipeline.search(runtime, q, top_k=10)
+            pipeline.search(runtime, q, SearchOptions(top_k=10))
         totals, encodes, searches = [], [], []
         for q in sample:
             t0 = time.perf_counter()
-            result = pipeline.search(runtime, q, top_k=10)
+            result = pipeline.search(runtime, q, SearchOptions(top_k=10))
             totals.append(time.perf_counter() - t0)
             encodes.append(result.timings["encode"])
             searches.append(result.timings["search"])

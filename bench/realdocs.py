@@ -56,6 +56,7 @@ from reader.squad import normalize_answer
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings, SettingsError, setting_names
+from spanqa.types import AskOptions, SearchOptions
 
 # Settings that describe where things live, not how questions are answered: left out of the results.
 INFRA_SETTINGS = frozenset(
@@ -161,7 +162,9 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         if not asked:
             raise SystemExit("no question is about the ingested pages")
 
-        pipeline.ask(runtime, asked[0].question, passages=n_passages)  # load the reader: not timed
+        pipeline.ask(
+            runtime, asked[0].question, AskOptions(passages=n_passages)
+        )  # load the reader: not timed
         outcomes: list[dict[str, bool]] = []
         ask_seconds: list[float] = []
         search_seconds: list[float] = []
@@ -169,12 +172,14 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         scored: list[tuple[float | None, bool]] = []
         for number, q in enumerate(asked, 1):
             t0 = time.perf_counter()
-            found_passages = pipeline.search(runtime, q.question, top_k=max(10, n_passages)).passages
+            found_passages = pipeline.search(
+                runtime, q.question, SearchOptions(top_k=max(10, n_passages))
+            ).passages
             search_seconds.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             # The best answer whatever its score: answer_right stays comparable across sessions, and the
             # calibration block below scores the min_score setting from the same answers.
-            result = pipeline.ask(runtime, q.question, passages=n_passages, min_score=0.0)
+            result = pipeline.ask(runtime, q.question, AskOptions(passages=n_passages, min_score=0.0))
             ask_seconds.append(time.perf_counter() - t0)
             outcome, chunk_rank = score_question(
                 q,

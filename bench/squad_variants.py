@@ -31,6 +31,7 @@ from spanqa import pipeline
 from spanqa.evaluation import RECALL_AT, contains_answer, recall_at, sample_questions, write_articles
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
+from spanqa.types import SearchOptions
 
 VARIANTS: dict[str, dict[str, str]] = {
     "dense": {"retrieval": "dense"},
@@ -97,7 +98,7 @@ def main() -> None:
             for variant in variants:
                 runtime.settings = settings.replace(**VARIANTS[variant])
                 t0 = time.perf_counter()
-                found = pipeline.search(runtime, ex.question, top_k=depth)
+                found = pipeline.search(runtime, ex.question, SearchOptions(top_k=depth))
                 search_ms[variant].append((time.perf_counter() - t0) * 1000)
                 hits = [contains_answer(p.text, golds) for p in found.passages]
                 for k, ok in recall_at(hits).items():

@@ -34,7 +34,7 @@ from spanqa import pipeline
 from spanqa.errors import first_line
 from spanqa.evaluation import EvalReport, EvaluationError, contains_answer, percentiles
 from spanqa.runtime import Runtime
-from spanqa.types import Document, Passage
+from spanqa.types import AskOptions, Document, Passage, SearchOptions
 
 #: Passage ranks reported.
 RANKS = (1, 5, 10)
@@ -195,15 +195,18 @@ def evaluate_docs(
     finder = DocumentFinder(runtime.catalog.list_documents())
     if questions:  # load the models before anything is timed
         runtime.reader.warm_up()
-        pipeline.ask(runtime, questions[0].question, passages=n_passages, answers=1)
+        pipeline.ask(runtime, questions[0].question, AskOptions(passages=n_passages, answers=1))
     records: list[Record] = []
     seconds: list[float] = []
     for q in questions:
         document = finder.find(q.file) if q.file else None
         started = time.perf_counter()
-        found = pipeline.search(runtime, q.question, top_k=depth)
+        found = pipeline.search(runtime, q.question, SearchOptions(top_k=depth))
         result = pipeline.ask(
-            runtime, q.question, passages=n_passages, answers=settings.answers, min_score=0.0, found=found
+            runtime,
+            q.question,
+            AskOptions(passages=n_passages, answers=settings.answers, min_score=0.0),
+            found=found,
         )
         seconds.append(time.perf_counter() - started)
         rank = None

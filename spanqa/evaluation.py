@@ -21,6 +21,7 @@ from spanqa import pipeline
 from spanqa.errors import SpanqaError, first_line
 from spanqa.records import timings_ms
 from spanqa.runtime import Runtime
+from spanqa.types import AskOptions, SearchOptions
 
 RECALL_AT = (1, 5, 10, 20)
 
@@ -261,7 +262,7 @@ def evaluate_squad(
     depth = max(max(RECALL_AT), n_passages)
     if questions:  # load the models and fill caches before anything is timed
         runtime.reader.warm_up()
-        pipeline.ask(runtime, questions[0].question, passages=n_passages, answers=1)
+        pipeline.ask(runtime, questions[0].question, AskOptions(passages=n_passages, answers=1))
     if on_stage:
         on_stage("ask", len(questions))
     records: list[dict[str, Any]] = []
@@ -272,10 +273,10 @@ def evaluate_squad(
     for ex in questions:
         golds = [a.text for a in ex.answers]
         t0 = time.perf_counter()
-        found = pipeline.search(runtime, ex.question, top_k=depth)
+        found = pipeline.search(runtime, ex.question, SearchOptions(top_k=depth))
         # The best candidate whatever its score, so that every threshold can be scored from one run.
         result = pipeline.ask(
-            runtime, ex.question, passages=n_passages, answers=1, min_score=0.0, found=found
+            runtime, ex.question, AskOptions(passages=n_passages, answers=1, min_score=0.0), found=found
         )
         total = time.perf_counter() - t0
         hits = [contains_answer(p.text, golds) for p in found.passages] if golds else []

@@ -17,7 +17,15 @@ from ingest.walk import matches
 from reader.answers import AnswerBuilder, read_passages
 from retriever.retriever import Retriever
 from spanqa.runtime import EmptyIndexError, Runtime
-from spanqa.types import Answer, AnswerSource, DocumentStatus, Passage, PassageCopy
+from spanqa.types import (
+    Answer,
+    AnswerSource,
+    AskOptions,
+    DocumentStatus,
+    Passage,
+    PassageCopy,
+    SearchOptions,
+)
 
 
 @dataclass
@@ -76,9 +84,8 @@ def retriever_for(runtime: Runtime) -> Retriever:
 def search(
     runtime: Runtime,
     query: str,
+    options: SearchOptions | None = None,
     *,
-    top_k: int = 10,
-    path_glob: str | None = None,
     document_ids: Sequence[str] | None = None,
 ) -> SearchResult:
     """The passages nearest to ``query``, best first, with their text and document offsets.
@@ -86,13 +93,15 @@ def search(
     Args:
         runtime: the opened components.
         query: the search text.
-        top_k: how many passages.
-        path_glob: only documents whose path matches this glob.
+        options: how many passages (default: the ``search_top_k`` setting), from which documents.
         document_ids: only these documents.
 
     Returns:
         Passages and a timing breakdown (encode, search, hydrate) in seconds.
     """
+    options = options or SearchOptions()
+    top_k = options.top_k or runtime.settings.search_top_k
+    path_glob = options.path_glob
     retriever = retriever_for(runtime)
     ids = list(document_ids) if document_ids is not None else None
     if path_glob:
@@ -199,11 +208,8 @@ class AskResult:
 def ask(
     runtime: Runtime,
     question: str,
+    options: AskOptions | None = None,
     *,
-    passages: int | None = None,
-    answers: int | None = None,
-    path_glob: str | None = None,
-    min_score: float | None = None,
     found: SearchResult | None = None,
 ) -> AskResult:
     """Answer ``question`` with exact spans of the indexed documents.
@@ -211,11 +217,8 @@ def ask(
     Args:
         runtime: the opened components.
         question: the question.
-        passages: how many passages the reader reads (default: the ``passages`` setting).
-        answers: how many answers to return at most (default: the ``answers`` setting).
-        path_glob: only documents whose path matches this glob.
-        min_score: answers less likely than this to be right are not given (default: the ``min_score``
-            setting).
+        options: how many passages to read and answers to give, the least score shown, which documents
+            (each None: its setting).
         found: passages already retrieved for ``question`` (evaluation retrieves more than it reads).
 
     Returns:
@@ -224,10 +227,11 @@ def ask(
         setting, or none is likely enough (``min_score``).
     """
     settings = runtime.settings
-    n_passages = passages or settings.passages
+    options = options or AskOptions()
+    n_passages = options.passages or settings.passages
     started = time.perf_counter()
     if found is None:
-        found = search(runtime, question, top_k=n_passages, path_glob=path_glob)
+        found = search(runtime, question, SearchOptions(top_k=n_passages, path_glob=options.path_glob))
     else:
         found = SearchResult(found.passages[:n_passages], found.timings)
     timings = {
@@ -247,7 +251,7 @@ def ask(
     paged += [c.document_id for p in found.passages for c in p.copies if c.page is not None]
     pages = runtime.catalog.page_starts(paged)
     builder = AnswerBuilder.from_settings(
-        settings, answers=answers, min_score=min_score, calibrator=runtime.calibrator
+        settings, answers=options.answers, min_score=options.min_score, calibrator=runtime.calibrator
     )
     picked = builder.run(result, found.passages, pages, question)
     timings["total"] = time.perf_counter() - started

@@ -115,6 +115,8 @@ class Settings:
 
     passages: int = 10
     answers: int = 3
+    #: Passages `spanqa search` (and GET /search) shows when not told.
+    search_top_k: int = 5
     device: str = "cpu"
     torch_threads: int = 0
 

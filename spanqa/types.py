@@ -6,6 +6,7 @@ import bisect
 import dataclasses
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -69,6 +70,41 @@ def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
         return None
     index = bisect.bisect_right([start for _, start in page_starts], offset) - 1
     return page_starts[max(index, 0)][0]
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """How one question is answered: the same record from the CLI, over HTTP and on a worker. None takes the
+    setting of the same name (``passages``, ``answers``, ``min_score``); ``path_glob`` keeps to documents
+    whose path matches it."""
+
+    passages: int | None = None
+    answers: int | None = None
+    min_score: float | None = None
+    path_glob: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AskOptions:
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How one search is run (the retriever alone): ``top_k`` passages (None: the ``search_top_k``
+    setting), only from documents whose path matches ``path_glob``."""
+
+    top_k: int | None = None
+    path_glob: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchOptions:
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
 
 
 @dataclass(frozen=True)

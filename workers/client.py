@@ -18,7 +18,7 @@ from spanqa import pipeline
 from spanqa.errors import SpanqaError
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
-from spanqa.types import Job
+from spanqa.types import AskOptions, Job, SearchOptions
 from workers import names
 
 logger = logging.getLogger(__name__)
@@ -113,8 +113,8 @@ class WorkerClient:
         self.app = create_app(settings)
         self._seen_worker = False
 
-    def call(self, task: str, *args: Any) -> dict[str, Any]:
-        """Run ``task`` with ``args`` (JSON values) on a worker; return its result.
+    def call(self, task: str, **kwargs: Any) -> dict[str, Any]:
+        """Run ``task`` with ``kwargs`` (JSON values, by keyword) on a worker; return its result.
 
         Returns:
             ``AskResult.to_dict()`` or ``SearchResult.to_dict()`` as computed by the worker.
@@ -129,7 +129,7 @@ class WorkerClient:
             if not self.app.control.ping(timeout=PING_TIMEOUT_S, limit=1):
                 raise WorkerUnavailableError("no spanqa worker answers on the broker")
             self._seen_worker = True
-        pending = self.app.send_task(task, args=list(args))
+        pending = self.app.send_task(task, kwargs=kwargs)
         try:
             data: dict[str, Any] = pending.get(timeout=self.settings.ask_timeout_s)
         except ResultTimeout:
@@ -247,40 +247,24 @@ class StoreGateway:
         if not self._use_worker_if_store_is_held():
             self.runtime.reader.warm_up()
 
-    def ask(
-        self,
-        question: str,
-        *,
-        passages: int | None,
-        answers: int | None,
-        path_glob: str | None,
-        min_score: float | None = None,
-    ) -> pipeline.AskResult:
-        """``pipeline.ask`` here or on the worker."""
+    def ask(self, question: str, options: AskOptions) -> pipeline.AskResult:
+        """``pipeline.ask`` here, or in the process that holds the store."""
         if not self._use_worker_if_store_is_held():
-            return pipeline.ask(
-                self.runtime,
-                question,
-                passages=passages,
-                answers=answers,
-                path_glob=path_glob,
-                min_score=min_score,
-            )
+            return pipeline.ask(self.runtime, question, options)
         if self._server is not None:
-            options = {"passages": passages, "answers": answers, "path": path_glob, "min_score": min_score}
-            data = self._server.call(INTERNAL_ASK, {"question": question, **options})
+            data = self._server.call(INTERNAL_ASK, {"question": question, **options.to_dict()})
         else:
-            data = self._call(names.ASK, question, passages, answers, path_glob, min_score)
+            data = self._call(names.ASK, question=question, options=options.to_dict())
         return pipeline.AskResult.from_dict(data)
 
-    def search(self, query: str, *, top_k: int, path_glob: str | None) -> pipeline.SearchResult:
-        """``pipeline.search`` here or on the worker."""
+    def search(self, query: str, options: SearchOptions) -> pipeline.SearchResult:
+        """``pipeline.search`` here, or in the process that holds the store."""
         if not self._use_worker_if_store_is_held():
-            return pipeline.search(self.runtime, query, top_k=top_k, path_glob=path_glob)
+            return pipeline.search(self.runtime, query, options)
         if self._server is not None:
-            data = self._server.call(INTERNAL_SEARCH, {"query": query, "top_k": top_k, "path": path_glob})
+            data = self._server.call(INTERNAL_SEARCH, {"query": query, **options.to_dict()})
         else:
-            data = self._call(names.SEARCH, query, top_k, path_glob)
+            data = self._call(names.SEARCH, query=query, options=options.to_dict())
         return pipeline.SearchResult.from_dict(data)
 
     def remove(self, document_id: str) -> None:
@@ -290,7 +274,7 @@ class StoreGateway:
         elif self._server is not None:
             self._server.call(INTERNAL_REMOVE, {"document_id": document_id})
         else:
-            self._call(names.DELETE_DOCUMENT, document_id)
+            self._call(names.DELETE_DOCUMENT, document_id=document_id)
 
     def held_elsewhere(self) -> bool:
         """Whether another process holds the store (a server or a worker answers for it); raises
@@ -318,10 +302,10 @@ class StoreGateway:
                 self.on_worker = True
         return self.on_worker
 
-    def _call(self, task: str, *args: Any) -> Any:
+    def _call(self, task: str, **kwargs: Any) -> Any:
         if self._client is None:
             self._client = WorkerClient(self.runtime.settings)
         try:
-            return self._client.call(task, *args)
+            return self._client.call(task, **kwargs)
         except WorkerUnavailableError as exc:
             raise WorkerUnavailableError(f"the vector store is held by another process and {exc}") from exc

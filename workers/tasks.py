@@ -12,6 +12,7 @@ from celery import Celery, Task
 from ingest.catalog import document_id_for
 from ingest.job import FAILED, PathNotFoundError
 from ingest.walk import FoundFile
+from spanqa.types import AskOptions, SearchOptions
 from workers import names
 from workers.state import WorkerState
 
@@ -123,31 +124,24 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
         return {"collection": report.current.collection, "chunks": report.chunks}
 
     @app.task(name=names.ASK, shared=False, ignore_result=False, acks_late=False)
-    def ask(
-        question: str,
-        passages: int | None = None,
-        answers: int | None = None,
-        path_glob: str | None = None,
-        min_score: float | None = None,
-    ) -> dict[str, Any]:
-        """Answer on the worker that owns the embedded store (its reader stays loaded between questions).
+    def ask(question: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Answer on the worker that owns the embedded store (its reader stays loaded between questions);
+        ``options`` is ``AskOptions.to_dict()``.
 
         Not retried and acknowledged on receipt: the asker waits with a timeout and can simply ask again.
         """
         from spanqa import pipeline
 
-        runtime = state.runtime
-        result = pipeline.ask(
-            runtime, question, passages=passages, answers=answers, path_glob=path_glob, min_score=min_score
-        )
+        result = pipeline.ask(state.runtime, question, AskOptions.from_dict(options or {}))
         return result.to_dict()
 
     @app.task(name=names.SEARCH, shared=False, ignore_result=False, acks_late=False)
-    def search(query: str, top_k: int = 10, path_glob: str | None = None) -> dict[str, Any]:
-        """Retriever-only search on the worker that owns the embedded store."""
+    def search(query: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Retriever-only search on the worker that owns the embedded store; ``options`` is
+        ``SearchOptions.to_dict()``."""
         from spanqa import pipeline
 
-        result = pipeline.search(state.runtime, query, top_k=top_k, path_glob=path_glob)
+        result = pipeline.search(state.runtime, query, SearchOptions.from_dict(options or {}))
         return result.to_dict()
 
     @app.task(name=names.SWEEP, bind=True, **retry)

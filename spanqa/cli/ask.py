@@ -12,6 +12,7 @@ from spanqa.cli._options import json_option, path_glob_option
 from spanqa.cli._output import console, passage_score, print_json, shorten, where
 from spanqa.records import ask_record, confidence, search_record
 from spanqa.runtime import Runtime, require_data
+from spanqa.types import AskOptions, SearchOptions
 
 if TYPE_CHECKING:
     from ingest.positions import Places
@@ -42,13 +43,13 @@ def answer_surroundings(answer: Answer, extra: int) -> tuple[str, int]:
 @click.command()
 @click.argument("query")
 @click.option(
-    "-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 1000), help="Passages to show."
+    "-k", "--top-k", type=click.IntRange(1, 1000), help="Passages to show (default: the search_top_k setting)"
 )
 @path_glob_option
 @json_option("results")
 @click.pass_context
 @friendly_errors
-def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as_json: bool) -> None:
+def search(ctx: click.Context, query: str, top_k: int | None, path_glob: str | None, as_json: bool) -> None:
     """Find the passages nearest to QUERY (retriever only)."""
     from workers.client import StoreGateway
 
@@ -57,7 +58,7 @@ def search(ctx: click.Context, query: str, top_k: int, path_glob: str | None, as
     settings = settings_from(ctx)
     require_data(settings)
     with Runtime(settings) as runtime:
-        result = StoreGateway(runtime).search(query, top_k=top_k, path_glob=path_glob)
+        result = StoreGateway(runtime).search(query, SearchOptions(top_k=top_k, path_glob=path_glob))
     if as_json:
         print_json(search_record(query, result))
         return
@@ -129,6 +130,7 @@ def ask(
     settings = settings_from(ctx)
     require_data(settings)
     threshold = settings.min_score if min_score is None else min_score
+    options = AskOptions(passages=passages, answers=answers, min_score=min_score, path_glob=path_glob)
     with Runtime(settings) as runtime:
         runtime.preload_models()  # the models load while the catalog and pipeline are imported
         from workers.client import StoreGateway
@@ -154,9 +156,7 @@ def ask(
                 )
 
         if question != "-":
-            result = gateway.ask(
-                question, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
-            )
+            result = gateway.ask(question, options)
             show(result)
             return
         interactive = sys.stdin.isatty() and not as_json and not vimgrep
@@ -179,9 +179,7 @@ def ask(
                 return
             if not interactive and not as_json and not vimgrep:
                 console().print(f"[bold]? {line}[/bold]", markup=True, highlight=False)
-            result = gateway.ask(
-                line, passages=passages, answers=answers, min_score=min_score, path_glob=path_glob
-            )
+            result = gateway.ask(line, options)
             show(result, compact_json=True)
 
 

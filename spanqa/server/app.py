@@ -49,6 +49,7 @@ from spanqa.server.models import (
     ErrorOut,
     Health,
     IngestRequest,
+    InternalAsk,
     InternalIngest,
     InternalRemove,
     InternalSearch,
@@ -62,7 +63,7 @@ from spanqa.server.security import (
     key_matches,
     served_path,
 )
-from spanqa.types import DocumentStatus, Job
+from spanqa.types import DocumentStatus, Job, SearchOptions
 from workers.client import (
     INTERNAL_ASK,
     INTERNAL_INGEST,
@@ -321,14 +322,7 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
             raise HTTPException(422, f"the question is over {limit} characters (serve_max_question_chars)")
 
         def answer() -> dict[str, Any]:
-            result = pipeline.ask(
-                runtime,
-                question,
-                passages=body.passages,
-                answers=body.answers,
-                path_glob=body.path,
-                min_score=body.min_score,
-            )
+            result = pipeline.ask(runtime, question, body.options())
             # Placing answers reads their files: in the worker thread too, never on the event loop.
             return ask_record(result, places=Places(runtime.catalog).of_answer)
 
@@ -337,17 +331,18 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
     @app.get("/search", response_model=SearchResponse, dependencies=api)
     async def search(
         q: Annotated[str, Query(min_length=1, description="the query")],
-        k: Annotated[int, Query(ge=1, le=200, description="passages to return")] = 5,
+        k: Annotated[
+            int | None, Query(ge=1, le=200, description="passages to return (default: search_top_k)")
+        ] = None,
         path: Annotated[str | None, Query(max_length=1000, description="a glob on the paths")] = None,
     ) -> dict[str, Any]:
         query = q.strip()
         if not query or len(query) > settings.serve_max_question_chars:
             limit = settings.serve_max_question_chars
             raise HTTPException(422, f"the query must have 1 to {limit} characters")
-        result = await gate.run(lambda: pipeline.search(runtime, query, top_k=k, path_glob=path))
+        result = await gate.run(lambda: pipeline.search(runtime, query, SearchOptions(k, path)))
         return search_record(query, result)
 
-    # For other spanqa processes on this data folder (the store admits one process): the same work as
     # What the CLI runs through the server while it holds the store: ask and search, answered in the shape a
     # worker returns (AskResult / SearchResult), ingest (progress as JSON lines) and removal. Not for clients.
     async def require_token(request: Request) -> None:
@@ -358,24 +353,13 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
     internal = [*api, Depends(require_token)]
 
     @app.post(INTERNAL_ASK, dependencies=internal, include_in_schema=False)
-    async def internal_ask(body: AskRequest) -> dict[str, Any]:
-        result = await gate.run(
-            lambda: pipeline.ask(
-                runtime,
-                body.question,
-                passages=body.passages,
-                answers=body.answers,
-                path_glob=body.path,
-                min_score=body.min_score,
-            )
-        )
+    async def internal_ask(body: InternalAsk) -> dict[str, Any]:
+        result = await gate.run(lambda: pipeline.ask(runtime, body.question, body.options()))
         return result.to_dict()
 
     @app.post(INTERNAL_SEARCH, dependencies=internal, include_in_schema=False)
     async def internal_search(body: InternalSearch) -> dict[str, Any]:
-        found = await gate.run(
-            lambda: pipeline.search(runtime, body.query, top_k=body.top_k, path_glob=body.path)
-        )
+        found = await gate.run(lambda: pipeline.search(runtime, body.query, body.options()))
         return found.to_dict()
 
     @app.post(INTERNAL_INGEST, dependencies=internal, include_in_schema=False)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from spanqa.types import AskOptions, SearchOptions
 
 
 class AskRequest(BaseModel):
@@ -16,13 +18,34 @@ class AskRequest(BaseModel):
     min_score: float | None = Field(default=None, ge=0.0, le=1.0, description="hide less likely answers")
     path: str | None = Field(default=None, max_length=1000, description="only documents matching this glob")
 
+    def options(self) -> AskOptions:
+        return AskOptions(self.passages, self.answers, self.min_score, self.path)
+
+
+class InternalAsk(BaseModel):
+    """A question another spanqa process on the same data folder sends to the server: the question and
+    ``AskOptions.to_dict()``."""
+
+    question: str = Field(min_length=1)
+    passages: int | None = Field(default=None, ge=1)
+    answers: int | None = Field(default=None, ge=1)
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    path_glob: str | None = None
+
+    def options(self) -> AskOptions:
+        return AskOptions.from_dict(self.model_dump())
+
 
 class InternalSearch(BaseModel):
-    """A search another spanqa process on the same data folder sends to the server."""
+    """A search another spanqa process on the same data folder sends to the server: the query and
+    ``SearchOptions.to_dict()``."""
 
     query: str = Field(min_length=1)
-    top_k: int = Field(default=5, ge=1, le=200)
-    path: str | None = Field(default=None, max_length=1000)
+    top_k: int | None = Field(default=None, ge=1)
+    path_glob: str | None = None
+
+    def options(self) -> SearchOptions:
+        return SearchOptions.from_dict(self.model_dump())
 
 
 class InternalIngest(BaseModel):
@@ -40,7 +63,14 @@ class InternalRemove(BaseModel):
     document_id: str = Field(min_length=1, max_length=100)
 
 
-class CopyOut(BaseModel):
+class _Record(BaseModel):
+    """A record spanqa prints and serves: its fields are the whole shape (the published JSON Schema says no
+    other field may appear, so a field added in one place and not here fails the schema test)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CopyOut(_Record):
     """A near-duplicate folded into a passage (not read again): where it lives."""
 
     path: str
@@ -59,7 +89,7 @@ class PassageOut(CopyOut):
     copies: list[CopyOut]
 
 
-class AnswerPassage(BaseModel):
+class AnswerPassage(_Record):
     chunk_id: str
     char_start: int
     char_end: int
@@ -67,7 +97,7 @@ class AnswerPassage(BaseModel):
     rank: int
 
 
-class SourceOut(BaseModel):
+class SourceOut(_Record):
     """Another place that gives the same answer."""
 
     path: str
@@ -77,7 +107,7 @@ class SourceOut(BaseModel):
     page: int | None
 
 
-class AnswerOut(BaseModel):
+class AnswerOut(_Record):
     """An exact span: ``text`` is the document's text at ``[char_start, char_end)``; ``score`` the probability
     that it is right."""
 
@@ -104,7 +134,7 @@ class AnswerOut(BaseModel):
     page_label: str | None = None
 
 
-class AskResponse(BaseModel):
+class AskResponse(_Record):
     question: str
     abstained: bool
     answers: list[AnswerOut]
@@ -113,10 +143,22 @@ class AskResponse(BaseModel):
     warnings: list[str]
 
 
-class SearchResponse(BaseModel):
+class SearchResponse(_Record):
     query: str
     passages: list[PassageOut]
     timings_ms: dict[str, float]
+
+
+#: The records published as JSON Schemas in docs/schemas/ (``scripts/write_schemas.py`` writes them).
+PUBLISHED: dict[str, type[_Record]] = {"ask": AskResponse, "search": SearchResponse}
+
+
+def published_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a published record: the shape of ``spanqa ask --json`` and ``POST /ask`` ("ask"),
+    of ``spanqa search --json`` and ``GET /search`` ("search")."""
+    schema = PUBLISHED[name].model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
 
 
 class _DocumentFields(BaseModel):

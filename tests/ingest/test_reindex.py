@@ -9,6 +9,7 @@ from ingest.reindex import reindex
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
+from spanqa.types import SearchOptions
 
 
 def test_reindex_switches_atomically_while_questions_keep_being_answered(
@@ -31,7 +32,7 @@ def test_reindex_switches_atomically_while_questions_keep_being_answered(
         def ask_in_a_loop() -> None:
             while not stop.is_set():
                 try:
-                    result = pipeline.search(runtime, "Who won Super Bowl 50?", top_k=3)
+                    result = pipeline.search(runtime, "Who won Super Bowl 50?", SearchOptions(top_k=3))
                     answered.append(len(result.passages))
                 except BaseException as exc:  # any failure fails the test
                     errors.append(exc)
@@ -77,7 +78,7 @@ def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path
         hits = runtime.index.search_lexical(collection, Bm25Encoder().query("work_mem default"), limit=5)
         assert [h.payload["path"].endswith("config.md") for h in hits] == [True]
         runtime.settings = settings.replace(retrieval="lexical")  # the tiny random encoder ranks anything
-        lexical = pipeline.search(runtime, "work_mem", top_k=1)
+        lexical = pipeline.search(runtime, "work_mem", SearchOptions(top_k=1))
         assert lexical.passages[0].heading == "Memory > work_mem"
 
 

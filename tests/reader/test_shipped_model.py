@@ -10,6 +10,7 @@ from reader.model import SHIPPED_MODELS_DIR
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import DEFAULT_READER_MODEL, Settings
+from spanqa.types import AskOptions
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ def test_shipped_reader_answers_a_known_question(tmp_path: Path, model_cache: Pa
             ("What is the atomic number of oxygen?", "8", "oxygen.docx", None),
             ("What city did Super Bowl 50 take place in?", "Santa Clara", "super_bowl_50.txt", 0.0),
         ]:
-            result = pipeline.ask(runtime, question, min_score=min_score)
+            result = pipeline.ask(runtime, question, AskOptions(min_score=min_score))
             assert result.answers, f"the shipped reader abstained on {question!r}, which the samples answer"
             best = result.answers[0]
             assert expected in best.text and Path(best.path).name == file_name, (question, best)

@@ -20,7 +20,7 @@ from spanqa.runtime import Runtime
 from spanqa.server.app import create_app
 from spanqa.server.security import ServeError, check_bind
 from spanqa.settings import Settings
-from spanqa.types import DocumentStatus
+from spanqa.types import AskOptions, DocumentStatus
 
 DOCS = {
     "broncos.txt": "The Denver Broncos defeated the Carolina Panthers 24 to 10. "
@@ -59,7 +59,7 @@ def test_ask_gives_the_cli_shape_with_exact_spans(served: tuple[TestClient, Runt
     response = client.post("/ask", json={"question": "Who won the game?", "answers": 2, "passages": 3})
     assert response.status_code == 200, response.text
     data = response.json()
-    result = pipeline.ask(runtime, "Who won the game?", answers=2, passages=3)
+    result = pipeline.ask(runtime, "Who won the game?", AskOptions(answers=2, passages=3))
     expected = ask_record(result, places=Places(runtime.catalog).of_answer)
     for record in (data, expected):
         record.pop("timings_ms")

@@ -27,7 +27,7 @@ from retriever.index.edge import EdgeVectorIndex
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
-from spanqa.types import DocumentStatus
+from spanqa.types import DocumentStatus, SearchOptions
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +137,7 @@ def _repaired_and_finished(settings: Settings, docs: Path, *, expect_orphans: bo
         removed = job.remove_orphans()
         assert job.restore_missing() == 0
         assert (removed > 0) == expect_orphans  # the points written before the failed commit
-        found = pipeline.search(runtime, "capital of Poland", top_k=3)
+        found = pipeline.search(runtime, "capital of Poland", SearchOptions(top_k=3))
         assert any(Path(p.path).name == "kept.txt" for p in found.passages)
         report = job.run([docs])
         assert report.exit_code == 0 and report.summary()["failed"] == 0

@@ -7,6 +7,7 @@ import pytest
 from spanqa import pipeline
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
+from spanqa.types import AskOptions, SearchOptions
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def test_answers_are_exact_spans_of_their_documents(indexed: Settings) -> None:
     settings = indexed.replace(no_answer_threshold=-1e9, min_score=0.0)
     with Runtime(settings) as runtime:
         for question in ["Who won Super Bowl 50?", "What is the capital of Poland?", "café?"]:
-            result = pipeline.ask(runtime, question, passages=5, answers=5)
+            result = pipeline.ask(runtime, question, AskOptions(passages=5, answers=5))
             assert result.answers
             assert set(result.timings) == {"encode", "search", "read", "total"}
             scores = [a.score for a in result.answers]
@@ -115,12 +116,12 @@ def test_a_folded_group_whose_best_point_lost_its_row_is_read_from_a_copy(
         (docs / name).write_text(text)  # one text three times: one group
     with Runtime(settings) as runtime:
         assert runtime.ingest_job().run([docs]).exit_code == 0
-        (passage,) = pipeline.search(runtime, "capital of Poland", top_k=1).passages
+        (passage,) = pipeline.search(runtime, "capital of Poland", SearchOptions(top_k=1)).passages
         assert len(passage.copies) == 2
         # The catalog loses the best point's document (as a crash, or an ingest not yet committed, leaves
         # a point without its row): the group is still read, from a copy that has one.
         runtime.catalog.mark_deleted(passage.document_id)
-        (again,) = pipeline.search(runtime, "capital of Poland", top_k=1).passages
+        (again,) = pipeline.search(runtime, "capital of Poland", SearchOptions(top_k=1)).passages
         assert again.document_id != passage.document_id and again.text == text.strip()
         assert len(again.copies) == 1 and again.copies[0].document_id != passage.document_id
 
@@ -133,8 +134,8 @@ def test_a_calibrator_fitted_with_other_settings_warns_once(indexed: Settings) -
     calibrator = Calibrator(FEATURES, zeros, ones, zeros, 0.0, info={"settings": fitted})
     with Runtime(indexed) as runtime:
         runtime._calibrator, runtime._calibrator_loaded = calibrator, True
-        first = pipeline.ask(runtime, "Who won Super Bowl 50?", passages=3)
-        second = pipeline.ask(runtime, "What is the capital of Poland?", passages=3)
+        first = pipeline.ask(runtime, "Who won Super Bowl 50?", AskOptions(passages=3))
+        second = pipeline.ask(runtime, "What is the capital of Poland?", AskOptions(passages=3))
     [warning] = [w for w in first.warnings if "calibrated with other settings" in w]
     assert f"passages (fitted with {indexed.passages + 5}, now {indexed.passages})" in warning
     assert not any("calibrated" in w for w in second.warnings)
