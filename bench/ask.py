@@ -4,7 +4,7 @@
     .venv/bin/python bench/ask.py --questions 40 --compare auto:0,fp32:0,fp32:4 \
         --out bench/results/ask-compare.json
 
-The corpus is SQuAD v1.1 train articles (CC BY-SA 4.0, read from ../shared/datasets) written to a temp
+The corpus is SQuAD v1.1 train articles (CC BY-SA 4.0, read from $SPANQA_DATASETS) written to a temp
 folder and ingested with the default chunking (200-token chunks). The reader is the shipped one when it is
 in reader/models, else all-MiniLM-L6-v2 with an untrained span head (same size, same speed).
 

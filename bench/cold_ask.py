@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/cold_ask.py --data-dir /tmp/cold --runs 10 --out bench/results/cold-ask.json
 
-The index holds one .txt file per SQuAD v1.1 train paragraph (CC BY-SA 4.0, read from ../shared/datasets),
+The index holds one .txt file per SQuAD v1.1 train paragraph (CC BY-SA 4.0, read from $SPANQA_DATASETS),
 the first ``--documents`` of them, ingested once with the default settings (the data dir is reused when it
 already holds them). Each run is a new `spanqa ask` process; the first, untimed, fills the per-user model
 cache as a user's first question does. One more run under ``python -X importtime`` lists the imports that

@@ -12,9 +12,12 @@ from typing import Any
 
 from spanqa.evaluation import percentile
 
-SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-SQUAD_TRAIN = SHARED_DATASETS / "squad-v1.1-train.json"
-SQUAD_DEV = SHARED_DATASETS / "squad-v1.1-dev-public.json"
+#: Where the benchmarks find SQuAD (``squad-v1.1-train.json``, ``squad-v1.1-dev-public.json``):
+#: ``$SPANQA_DATASETS``, else ``shared/datasets`` beside the repository's folder.
+_BESIDE = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+DATASETS = Path(os.environ.get("SPANQA_DATASETS") or _BESIDE)
+SQUAD_TRAIN = DATASETS / "squad-v1.1-train.json"
+SQUAD_DEV = DATASETS / "squad-v1.1-dev-public.json"
 
 
 def summarize_ms(seconds: list[float]) -> dict[str, float]:
@@ -65,7 +68,7 @@ def squad_articles(path: Path) -> list[dict[str, Any]]:
 def write_corpus(directory: Path, *, min_chars: int, seed: int = 13) -> tuple[int, list[str]]:
     """Write SQuAD train articles (one .txt per article) until ``min_chars`` characters; return questions.
 
-    Falls back to a generated English-like text when the SQuAD file is not at ``../shared/datasets``.
+    Falls back to a generated English-like text when the SQuAD file is not in ``DATASETS``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     written = 0

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ingest.py --chunks 10000 --out bench/results/ingest.json
 
-Writes a corpus of SQuAD v1.1 train articles (CC BY-SA 4.0; read from ../shared/datasets, never copied into
+Writes a corpus of SQuAD v1.1 train articles (CC BY-SA 4.0; read from $SPANQA_DATASETS, never copied into
 the repo) to a temporary folder, ingests it into a fresh data directory with about 100-token chunks, then
 times `spanqa search` queries (query encoding included) against the full index.
 """

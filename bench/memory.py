@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/memory.py --files 10000 --out bench/results/memory.json
 
-Writes ``--files`` .txt files (one SQuAD v1.1 train paragraph each, CC BY-SA 4.0, from ../shared/datasets)
+Writes ``--files`` .txt files (one SQuAD v1.1 train paragraph each, CC BY-SA 4.0, from $SPANQA_DATASETS)
 into a fresh folder and ingests them with the shipped models in a new `spanqa ingest` process; the peak
 resident memory of that process (``ru_maxrss`` of the child) is the number. Then a 100 MB text file is
 ingested the same way: `max_file_mb` (20 MB by default) refuses it before reading, so its peak stays at the

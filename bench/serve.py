@@ -4,7 +4,7 @@
 
 Serves the index in ``--data-dir`` (e.g. the 1,000-document one bench/cold_ask.py builds, or any folder you
 ingested) with the shipped models from a real `spanqa serve` process, then sends SQuAD train questions
-(CC BY-SA 4.0, ../shared/datasets) over HTTP from 1, 4 and 20 client threads at once, ``--questions`` per
+(CC BY-SA 4.0, from $SPANQA_DATASETS) over HTTP from 1, 4 and 20 client threads at once, ``--questions`` per
 level after a warm-up. Each client waits for its answer before asking again (closed loop), so throughput is
 what the server sustains and latency includes the time a question waits in the server's queue.
 """

@@ -5,7 +5,7 @@
         --out bench/results/workers-2.json
 
 Writes ``--files`` text files (one SQuAD v1.1 train paragraph each, CC BY-SA 4.0, read from
-../shared/datasets and never copied into the repo), starts ``--workers`` worker processes
+$SPANQA_DATASETS and never copied into the repo), starts ``--workers`` worker processes
 (``spanqa worker --concurrency 1``) on the Redis broker ``--broker`` and waits until each is ready (models
 loaded), then times ``spanqa ingest DIR --background`` from enqueue until the job is done. With
 ``--inline`` it also times the same folder ingested by ``spanqa ingest`` with no broker, process start and
