@@ -1,5 +1,6 @@
-"""PDF: pages (pypdf), the outline as the heading path, running headers and footers kept out of passages,
-hard-wrapped lines unwrapped."""
+"""PDF: pages (pypdf), the outline as the heading path (else lines in larger type, see pdf_layout.py),
+running headers and footers kept out of passages, hyphenated words whole, printed page labels, hard-wrapped
+lines unwrapped."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import threading
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders.base import RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
+from ingest.loaders.base import HEADING, RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
+from ingest.loaders.pdf_layout import Line, LineCollector, heading_lines
 from ingest.loaders.text import _normalize_pages, unwrap_lines
 from spanqa.errors import first_line
 
@@ -47,9 +50,11 @@ def _quiet_pypdf() -> Iterator[None]:
                 pypdf_logger.setLevel(_pypdf_saved_level)
 
 
-def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]], list[str] | None]:
-    """The text of each page of a PDF, its outline as (page index, level, title) in page order, and its
-    printed page labels where it declares them."""
+def _pdf_pages(
+    data: bytes,
+) -> tuple[list[str], list[tuple[int, int, str]], list[str] | None, list[list[Line]]]:
+    """The text of each page of a PDF, its outline as (page index, level, title) in page order, its printed
+    page labels where it declares them, and each page's lines with their type size."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError, WrongPasswordError
 
@@ -74,20 +79,24 @@ def _pdf_pages(data: bytes) -> tuple[list[str], list[tuple[int, int, str]], list
             raise LoadError(f"corrupt PDF: {first_line(exc)}") from exc
         if not pages:
             raise LoadError("corrupt PDF: no pages")
+        outline = _pdf_outline(reader)
         texts: list[str] = []
+        lines: list[list[Line]] = []
         failed = 0
         for number, page in enumerate(pages, start=1):
+            # Type sizes cost a third more time: only a PDF without bookmarks needs them (for headings).
+            collector = None if outline else LineCollector()
             try:
-                texts.append(page.extract_text() or "")
+                texts.append(page.extract_text(visitor_text=collector) or "")
             except Exception as exc:
                 failed += 1
                 logger.warning("PDF page %d: text extraction failed: %s", number, first_line(exc))
                 texts.append("")
+            lines.append(collector.lines() if collector is not None else [])
         if failed == len(pages):
             raise LoadError("corrupt PDF: text extraction failed on every page")
-        outline = _pdf_outline(reader)
         labels = _page_labels(reader)
-    return texts, outline, labels
+    return texts, outline, labels, lines
 
 
 def _page_labels(reader: Any) -> list[str] | None:
@@ -250,52 +259,100 @@ def _numbering(
     return numbers, shift if numbered else None
 
 
+@dataclass(frozen=True)
+class InlineHeading:
+    """A heading found inside a page (a line in larger type): ``text[char_start:char_end]`` at ``level``."""
+
+    char_start: int
+    char_end: int
+    level: int
+    title: str
+
+
 def _page_blocks(
     text: str,
     pages: list[PageSpan],
     outline: list[tuple[int, int, str]],
     running: Sequence[tuple[int, int]] = (),
+    inline: Sequence[InlineHeading] = (),
 ) -> list[Block]:
-    """One block per non-empty page, titled by the PDF bookmarks at or before it; its ``running`` lines
-    (headers and footers) are blocks of their own that no passage holds."""
-    cut = sorted(running)
+    """Blocks of each non-empty page, titled by the PDF bookmarks at or before it (or by the ``inline``
+    headings above them); its ``running`` lines (headers and footers) are blocks of their own that no
+    passage holds, and an inline heading is a heading block."""
+    cuts: list[tuple[int, int, InlineHeading | None]] = sorted(
+        [(a, b, None) for a, b in running] + [(h.char_start, h.char_end, h) for h in inline],
+        key=lambda cut: (cut[0], cut[1]),
+    )
     blocks: list[Block] = []
     headings: list[tuple[int, str]] = []
+
+    def enter(level: int, title: str) -> None:
+        while headings and headings[-1][0] >= level:
+            headings.pop()
+        headings.append((level, title))
+
     entry = 0
     for index, page in enumerate(pages):
         while entry < len(outline) and outline[entry][0] <= index:
-            _, level, title = outline[entry]
-            while headings and headings[-1][0] >= level:
-                headings.pop()
-            headings.append((level, title))
+            enter(outline[entry][1], outline[entry][2])
             entry += 1
         if page.char_end <= page.char_start:
             continue
-        heading = tuple(t for _, t in headings)
         start = page.char_start
-        for line_start, line_end in cut[bisect.bisect_left(cut, (page.char_start, 0)) :]:
-            if line_start >= page.char_end:
+        for cut_start, cut_end, found in cuts[bisect.bisect_left(cuts, (page.char_start, 0)) :]:
+            if cut_start >= page.char_end:
                 break
-            body_end = len(text[start:line_start].rstrip()) + start
+            if cut_start < start:
+                continue  # inside a cut already taken (a heading line that also runs through the document)
+            heading = tuple(t for _, t in headings)
+            body_end = len(text[start:cut_start].rstrip()) + start
             if body_end > start:
                 blocks.append(Block(start, body_end, TEXT, heading))
-            blocks.append(Block(line_start, line_end, RUNNING, heading))
-            start = line_end
+            blocks.append(Block(cut_start, cut_end, RUNNING if found is None else HEADING, heading))
+            if found is not None:
+                enter(found.level, found.title)
+            start = cut_end
             while start < page.char_end and text[start].isspace():
                 start += 1
         if page.char_end > start:
-            blocks.append(Block(start, page.char_end, TEXT, heading))
+            blocks.append(Block(start, page.char_end, TEXT, tuple(t for _, t in headings)))
     return blocks
+
+
+def _inline_headings(
+    text: str, pages: list[PageSpan], lines: list[list[Line]], running: Sequence[tuple[int, int]]
+) -> list[InlineHeading]:
+    """The lines set in larger type, found in the pages' text (a line not found, or one that runs through
+    the document as a header, is left out)."""
+    found: list[InlineHeading] = []
+    taken = sorted(running)
+    for page, page_headings in zip(pages, heading_lines(lines), strict=True):
+        at = page.char_start
+        for level, title in page_headings:
+            pattern = r"\s+".join(re.escape(word) for word in title.split())
+            match = re.compile(pattern).search(text, at, page.char_end)
+            if match is None:
+                continue
+            start, end = match.span()
+            where = bisect.bisect_right(taken, (start, len(text))) - 1
+            if where >= 0 and taken[where][0] <= start < taken[where][1]:
+                continue
+            found.append(InlineHeading(start, end, level, title))
+            at = end
+    return found
 
 
 def load(data: bytes) -> LoadedText:
     """A PDF's pages as a person reads them (see ``plain_page_texts``), titled by its outline, its running
     lines set apart, its hard-wrapped lines unwrapped; each page labelled as printed where that is known (the
     labels the PDF declares, else the numbers its running lines print)."""
-    page_texts, outline, labels = _pdf_pages(data)
+    page_texts, outline, labels, page_lines = _pdf_pages(data)
     text, pages = _normalize_pages(plain_page_texts(page_texts))
     printed: Sequence[str | None] | None = labels or printed_page_numbers(text, pages)
     if printed is not None:
         pages = [dataclasses.replace(page, label=label) for page, label in zip(pages, printed, strict=True)]
-    blocks = _page_blocks(text, pages, outline, running_lines(text, pages))
+    running = running_lines(text, pages)
+    # Without bookmarks, the lines set in larger type are the headings.
+    inline = [] if outline else _inline_headings(text, pages, page_lines, running)
+    blocks = _page_blocks(text, pages, outline, running, inline)
     return LoadedText(unwrap_lines(text, blocks), "pdf", pages, blocks=blocks)

@@ -646,3 +646,40 @@ def test_a_pdf_whose_every_page_is_only_a_header(tmp_path: Path) -> None:
 
     for span in chunk_blocks(loaded.text, loaded.blocks, Words(), chunk_tokens=40, overlap_tokens=5):
         assert loaded.text[span.char_start : span.char_end].strip()  # exact, non-empty slices only
+
+
+def test_pdf_without_bookmarks_takes_its_headings_from_type_size(tmp_path: Path) -> None:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    from ingest.loaders import HEADING, TEXT
+
+    path = tmp_path / "sized.pdf"
+    pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    for page, (chapter, sections) in enumerate([("Installing Frob", ["Requirements", "Upgrades"])], 1):
+        y = 800.0
+        pdf.setFont("Helvetica-Bold", 20)
+        pdf.drawString(72, y, chapter)
+        y -= 30
+        for section in sections:
+            pdf.setFont("Helvetica-Bold", 14)
+            pdf.drawString(72, y, section)
+            y -= 20
+            pdf.setFont("Helvetica", 10)
+            for n in range(6):
+                pdf.drawString(72, y, f"{section} body line {n} on page {page} says the port is {8000 + n}.")
+                y -= 14
+        pdf.showPage()
+    pdf.save()
+    loaded = load_file(path)
+    headings = [loaded.text[b.char_start : b.char_end] for b in loaded.blocks if b.kind == HEADING]
+    assert headings == ["Installing Frob", "Requirements", "Upgrades"]
+    texts = [b for b in loaded.blocks if b.kind == TEXT]
+    assert [b.heading for b in texts] == [
+        ("Installing Frob", "Requirements"),
+        ("Installing Frob", "Upgrades"),
+    ]
+    assert "Upgrades body line 0" in loaded.text[texts[1].char_start : texts[1].char_end]
+    # Offsets still index the text, and a document in one size has no headings.
+    plain = load_file(_make_pdf(tmp_path / "plain.pdf", [["Just one size here.", "And another line."]]))
+    assert not [b for b in plain.blocks if b.kind == HEADING]
