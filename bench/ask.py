@@ -26,10 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit_results, machine, summarize_ms, write_corpus
-from reader.model import SHIPPED_MODELS_DIR
-from reader.reader import ExtractiveReader
-from retriever.encoder import resolve_encoder_model
 from spanqa import pipeline
+from spanqa.reader.model import SHIPPED_MODELS_DIR
+from spanqa.reader.reader import ExtractiveReader
+from spanqa.retriever.encoder import resolve_encoder_model
 from spanqa.runtime import Runtime
 from spanqa.settings import CHOICES, DEFAULT_READER_MODEL, Settings, SettingsError
 from spanqa.types import AskOptions

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit_results, machine, summarize_ms
-from ingest.catalog import Catalog, document_id_for
+from spanqa.ingest.catalog import Catalog, document_id_for
 from spanqa.types import Chunk, Document
 
 WORDS = ["the", "of", "river", "city", "team", "energy", "music", "light", "water", "history", "season"]

@@ -52,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import emit_results, machine, summarize_ms
 from bench.realdocs_rules import DEFAULT_QUESTIONS, load_questions, score_question, summarize_outcomes
-from reader.squad import normalize_answer
 from spanqa import pipeline
+from spanqa.reader.squad import normalize_answer
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings, SettingsError, setting_names
 from spanqa.types import AskOptions, SearchOptions
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
 
 def calibration_summary(scored: list[tuple[float | None, bool]], min_score: float) -> dict[str, Any]:
     """How the top answers' scores fare on these questions: ECE, and what the min_score setting hides."""
-    from reader.calibration import expected_calibration_error
+    from spanqa.reader.calibration import expected_calibration_error
 
     with_answer = [(p, right) for p, right in scored if p is not None]
     shown = [(p, right) for p, right in with_answer if p >= min_score]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reader.squad import answer_matches
+from spanqa.reader.squad import answer_matches
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "realdocs" / "git-doc-questions.json"
 METRICS = ("page_top5", "chunk_top1", "chunk_top5", "chunk_top10", "answer_right", "answer_any")

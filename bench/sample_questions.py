@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import SQUAD_DEV, emit_results, machine
 from examples.make_samples import OUT_DIR as SAMPLE_DIR
 from examples.make_samples import SAMPLES
-from reader.squad import SquadExample, load_squad, score_prediction
 from spanqa import pipeline
+from spanqa.reader.squad import SquadExample, load_squad, score_prediction
 from spanqa.runtime import Runtime
 from spanqa.settings import DEFAULT_READER_MODEL, Settings
 

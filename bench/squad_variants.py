@@ -25,10 +25,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import SQUAD_DEV, emit_results, machine
-from reader.answers import AnswerBuilder, read_passages
-from reader.squad import evaluate_predictions, load_squad
 from spanqa import pipeline
 from spanqa.evaluation import RECALL_AT, contains_answer, recall_at, sample_questions, write_articles
+from spanqa.reader.answers import AnswerBuilder, read_passages
+from spanqa.reader.squad import evaluate_predictions, load_squad
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import SearchOptions

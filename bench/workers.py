@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import SQUAD_TRAIN, emit_results, machine, squad_articles
-from ingest.catalog import Catalog
+from spanqa.ingest.catalog import Catalog
 from spanqa.settings import Settings
 
 READY_TIMEOUT_S = 300

@@ -28,9 +28,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-from ingest.db import CatalogError, display_url, lock_key, make_engine, report_unavailable
-from ingest.migrations import upgrade
 from spanqa.errors import first_line
+from spanqa.ingest.db import CatalogError, display_url, lock_key, make_engine, report_unavailable
+from spanqa.ingest.migrations import upgrade
 from spanqa.types import Chunk, Document, DocumentStatus, IndexStatus, IndexVersion, Job
 
 #: The shortest id prefix that finds a document (shorter ones would match too many).

@@ -8,7 +8,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders import LOADER_VERSIONS, NAVIGATION, NON_CONTENT_KINDS, ROW, RUNNING, TERM, TEXT, Block
+from spanqa.ingest.loaders import (
+    LOADER_VERSIONS,
+    NAVIGATION,
+    NON_CONTENT_KINDS,
+    ROW,
+    RUNNING,
+    TERM,
+    TEXT,
+    Block,
+)
 from spanqa.settings import Settings
 from spanqa.text import append_stripped, sentence_spans
 from spanqa.types import page_at

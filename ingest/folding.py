@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ingest.catalog import Catalog
-from retriever.index import VectorIndex
+from spanqa.ingest.catalog import Catalog
+from spanqa.retriever.index import VectorIndex
 from spanqa.types import Chunk
 
 #: Near neighbours weighed per chunk when folding near-duplicates (the nearest may state other numbers).

@@ -15,16 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from ingest.catalog import Catalog, document_id_for
-from ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
-from ingest.folding import fold_labels
-from ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, NotADocument, load_file, looks_like_text
-from ingest.model_check import check_model
-from ingest.points import make_point
-from ingest.walk import FoundFile, SkippedFile, inside, walk
-from retriever.encoder import TextEncoder
-from retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.errors import SpanqaError
+from spanqa.ingest.catalog import Catalog, document_id_for
+from spanqa.ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
+from spanqa.ingest.folding import fold_labels
+from spanqa.ingest.loaders import SUPPORTED_EXTENSIONS, LoadError, NotADocument, load_file, looks_like_text
+from spanqa.ingest.model_check import check_model
+from spanqa.ingest.points import make_point
+from spanqa.ingest.walk import FoundFile, SkippedFile, inside, walk
+from spanqa.retriever.encoder import TextEncoder
+from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.settings import Settings
 from spanqa.types import Chunk, Document, DocumentStatus
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from retriever.index import IndexPoint
-from retriever.lexical import Bm25Encoder
+from spanqa.retriever.index import IndexPoint
+from spanqa.retriever.lexical import Bm25Encoder
 from spanqa.types import Chunk
 
 _BM25 = Bm25Encoder()

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ingest.loaders import HEAD_BYTES, LoadError, decode_file_text, detect_format, normalize_whitespace
+from spanqa.ingest.loaders import HEAD_BYTES, LoadError, decode_file_text, detect_format, normalize_whitespace
 from spanqa.types import Place
 
 if TYPE_CHECKING:
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
     from spanqa.types import Answer
 
 # What may stand between two words of an answer in a source file: whitespace, tags, Markdown emphasis and

@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.catalog import Catalog
-from ingest.points import make_point
-from retriever.encoder import TextEncoder
-from retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
+from spanqa.ingest.catalog import Catalog
+from spanqa.ingest.points import make_point
+from spanqa.retriever.encoder import TextEncoder
+from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.types import IndexVersion
 
 logger = logging.getLogger(__name__)

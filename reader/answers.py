@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reader.calibration import Calibrator, Candidate, content_words, features
-from reader.squad import normalize_answer
+from spanqa.reader.calibration import Calibrator, Candidate, content_words, features
+from spanqa.reader.squad import normalize_answer
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
 from spanqa.types import Answer, AnswerSource, Passage, page_at, prefixed
 
 if TYPE_CHECKING:
-    from reader.decoding import SpanCandidate
-    from reader.reader import ExtractiveReader, ReaderResult
+    from spanqa.reader.decoding import SpanCandidate
+    from spanqa.reader.reader import ExtractiveReader, ReaderResult
     from spanqa.settings import Settings
 
 # Retriever scores are min-max scaled to [0, 1] over the passages read (cosine, BM25 and fused scores alike)

@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from reader.reader import ExtractiveReader
-from reader.squad import SquadExample, evaluate_predictions, score_prediction
+from spanqa.reader.reader import ExtractiveReader
+from spanqa.reader.squad import SquadExample, evaluate_predictions, score_prediction
 
 
 def evaluate_reader(

@@ -20,7 +20,7 @@ from spanqa.settings import DEFAULT_READER_MODEL
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from reader.tokenization import SpanTokenizer
+    from spanqa.reader.tokenization import SpanTokenizer
 
 
 SHIPPED_MODELS_DIR = Path(__file__).resolve().parent / "models"
@@ -167,7 +167,7 @@ def pad_batch(
 
 def span_logits(model: Any, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits of one padded batch, from a torch span model or an ``OnnxSpanModel``."""
-    from reader.onnx_model import OnnxSpanModel
+    from spanqa.reader.onnx_model import OnnxSpanModel
 
     if isinstance(model, OnnxSpanModel):
         return model.logits(inputs)

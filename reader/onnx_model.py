@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from reader.tokenization import SpanTokenizer
 from spanqa.errors import SpanqaError
 from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session, published
+from spanqa.reader.tokenization import SpanTokenizer
 
 logger = logging.getLogger(__name__)
 

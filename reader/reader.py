@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reader.decoding import Segments, SpanCandidate, WindowLogits, decode
-from reader.model import (
+from spanqa.reader.decoding import Segments, SpanCandidate, WindowLogits, decode
+from spanqa.reader.model import (
     ReaderLoadError,
     load_reader_model,
     make_windows,
     resolve_reader_model,
     run_windows,
 )
-from reader.tokenization import SpanTokenizer
+from spanqa.reader.tokenization import SpanTokenizer
 from spanqa.settings import CHOICES
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ class ExtractiveReader:
             return None
         assert self.cache_dir is not None
         try:
-            from reader.onnx_model import load_onnx_reader
+            from spanqa.reader.onnx_model import load_onnx_reader
 
             return load_onnx_reader(
                 location, cache_dir=self.cache_dir, threads=self.threads, precision=self._onnx_precision

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reader.squad import SquadExample, load_squad
 from spanqa.errors import SpanqaError
+from spanqa.reader.squad import SquadExample, load_squad
 from spanqa.text import sentence_spans
 
 logger = logging.getLogger(__name__)
@@ -489,7 +489,7 @@ def resolve_training_device(name: str) -> Any:
 def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str, Any]:
     import torch
 
-    from reader.model import pad_batch
+    from spanqa.reader.model import pad_batch
 
     types = features.token_type_ids
     padded = pad_batch(
@@ -504,8 +504,8 @@ def _collate(features: Features, batch: Sequence[int], pad_id: int) -> dict[str,
 
 
 def _evaluate_in_memory(model: Any, tokenizer: Any, examples: Sequence[SquadExample]) -> dict[str, Any]:
-    from reader.evaluation import evaluate_reader
-    from reader.reader import ExtractiveReader
+    from spanqa.reader.evaluation import evaluate_reader
+    from spanqa.reader.reader import ExtractiveReader
 
     reader = ExtractiveReader.from_loaded(model, tokenizer, batch_size=64)
     return evaluate_reader(reader, examples)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from retriever.encoder import POOLING_MODES, EncoderLoadError, resolve_encoder_model
 from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
+from spanqa.retriever.encoder import POOLING_MODES, EncoderLoadError, resolve_encoder_model
 
 logger = logging.getLogger(__name__)
 

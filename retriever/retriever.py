@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from retriever.encoder import TextEncoder
-from retriever.index import SearchFilter, SearchHit, VectorIndex
-from retriever.lexical import Bm25Encoder, reciprocal_rank_fusion, weighted_score_fusion
+from spanqa.retriever.encoder import TextEncoder
+from spanqa.retriever.index import SearchFilter, SearchHit, VectorIndex
+from spanqa.retriever.lexical import Bm25Encoder, reciprocal_rank_fusion, weighted_score_fusion
 from spanqa.settings import CHOICES, Settings
 
 RETRIEVAL_MODES = CHOICES["retrieval"]

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retriever.encoder import resolve_encoder_model
 from spanqa.errors import SpanqaError
+from spanqa.retriever.encoder import resolve_encoder_model
 
 logger = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.chunker import ChunkSpan, chunk_blocks
-from ingest.loaders import ROW, TERM, TEXT, Block, LoadError, load_file
-from reader.answers import reader_input
+from spanqa.ingest.chunker import ChunkSpan, chunk_blocks
+from spanqa.ingest.loaders import ROW, TERM, TEXT, Block, LoadError, load_file
+from spanqa.reader.answers import reader_input
 from spanqa.settings import Settings
 from spanqa.types import Passage
 
@@ -419,7 +419,7 @@ def build(
     Returns:
         SQuAD-format data with ``version`` "spanqa-docqa".
     """
-    from retriever.encoder import SentenceEncoder
+    from spanqa.retriever.encoder import SentenceEncoder
 
     rng = random.Random(seed)
     tokenizer = SentenceEncoder(model=model).tokenizer

@@ -28,11 +28,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.sax.saxutils import escape
 
-from reader.calibration import expected_calibration_error, reliability
-from reader.squad import answer_matches
 from spanqa import pipeline
 from spanqa.errors import first_line
 from spanqa.evaluation import EvalReport, EvaluationError, contains_answer, percentiles
+from spanqa.reader.calibration import expected_calibration_error, reliability
+from spanqa.reader.squad import answer_matches
 from spanqa.runtime import Runtime
 from spanqa.types import AskOptions, Document, Passage, SearchOptions
 

@@ -15,10 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reader.calibration import expected_calibration_error
-from reader.squad import SquadExample, evaluate_predictions, load_squad, normalize_answer, score_prediction
 from spanqa import pipeline
 from spanqa.errors import SpanqaError, first_line
+from spanqa.reader.calibration import expected_calibration_error
+from spanqa.reader.squad import (
+    SquadExample,
+    evaluate_predictions,
+    load_squad,
+    normalize_answer,
+    score_prediction,
+)
 from spanqa.records import timings_ms
 from spanqa.runtime import Runtime
 from spanqa.types import AskOptions, SearchOptions

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.catalog import Catalog
-from ingest.model_check import check_model
-from ingest.walk import matches
-from reader.answers import AnswerBuilder, read_passages
-from retriever.retriever import Retriever
+from spanqa.ingest.catalog import Catalog
+from spanqa.ingest.model_check import check_model
+from spanqa.ingest.walk import matches
+from spanqa.reader.answers import AnswerBuilder, read_passages
+from spanqa.retriever.retriever import Retriever
 from spanqa.runtime import EmptyIndexError, Runtime
 from spanqa.types import (
     Answer,

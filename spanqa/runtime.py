@@ -14,12 +14,12 @@ from spanqa.errors import SpanqaError
 from spanqa.settings import CATALOG_FILE_NAME, DATA_DIR_NAME, Settings
 
 if TYPE_CHECKING:
-    from ingest.catalog import Catalog
-    from ingest.job import IngestJob
-    from reader.calibration import Calibrator
-    from reader.reader import ExtractiveReader
-    from retriever.encoder import TextEncoder
-    from retriever.index import VectorIndex
+    from spanqa.ingest.catalog import Catalog
+    from spanqa.ingest.job import IngestJob
+    from spanqa.reader.calibration import Calibrator
+    from spanqa.reader.reader import ExtractiveReader
+    from spanqa.retriever.encoder import TextEncoder
+    from spanqa.retriever.index import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Runtime:
         rest (a one-shot `spanqa ask` starts about 0.1 s sooner on two cores); ``encoder`` and ``reader``
         wait for it. Nothing is loaded when another process holds the embedded store (questions then go to
         its worker); a load that fails here is done again, and fails, where it is used."""
-        from retriever.index import VectorIndexInUseError
+        from spanqa.retriever.index import VectorIndexInUseError
 
         try:
             self.index  # noqa: B018 - opening it tells whether the questions are answered here
@@ -101,7 +101,7 @@ class Runtime:
     @property
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            from ingest.catalog import Catalog
+            from spanqa.ingest.catalog import Catalog
 
             self._catalog = Catalog(self.settings.catalog_url)
         return self._catalog
@@ -109,7 +109,7 @@ class Runtime:
     @property
     def index(self) -> VectorIndex:
         if self._index is None:
-            from retriever.index import open_vector_index
+            from spanqa.retriever.index import open_vector_index
 
             s = self.settings
             if s.qdrant_url is None:
@@ -128,11 +128,11 @@ class Runtime:
 
     def _make_encoder(self) -> TextEncoder:
         """ONNX Runtime where the model allows it (same vectors, far less start-up), else torch."""
-        from retriever.encoder import SentenceEncoder
+        from spanqa.retriever.encoder import SentenceEncoder
 
         s = self.settings
         if s.encoder_backend in {"auto", "onnx"}:
-            from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx
+            from spanqa.retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx
 
             encoder = OnnxEncoder(
                 model=s.retriever_model,
@@ -164,7 +164,7 @@ class Runtime:
         return self._reader
 
     def _make_reader(self) -> ExtractiveReader:
-        from reader.reader import ExtractiveReader
+        from spanqa.reader.reader import ExtractiveReader
 
         # No torch set-up here: a reader on ONNX Runtime never imports torch (a second of start-up); on
         # torch it applies the thread count itself.
@@ -174,8 +174,8 @@ class Runtime:
     def calibrator(self) -> Calibrator | None:
         """The calibrator shipped beside the reader model (None for a model without one)."""
         if not self._calibrator_loaded:
-            from reader.calibration import calibrator_for
-            from reader.model import resolve_reader_model
+            from spanqa.reader.calibration import calibrator_for
+            from spanqa.reader.model import resolve_reader_model
 
             self._calibrator = calibrator_for(resolve_reader_model(self.settings.reader_model))
             self._calibrator_loaded = True
@@ -187,7 +187,7 @@ class Runtime:
         if calibrator is None or self._calibration_warned:
             return None
         self._calibration_warned = True
-        from reader.calibration import settings_mismatch
+        from spanqa.reader.calibration import settings_mismatch
 
         changed = settings_mismatch(calibrator, self.settings.score_settings())
         if not changed:
@@ -198,7 +198,7 @@ class Runtime:
         )
 
     def ingest_job(self) -> IngestJob:
-        from ingest.job import IngestJob
+        from spanqa.ingest.job import IngestJob
 
         s = self.settings
         return IngestJob(

@@ -109,7 +109,7 @@ def test_sql_text_is_never_built_from_values() -> None:
 
 
 def test_html_is_never_fetched_from_or_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ingest.loaders import load_file
+    from spanqa.ingest.loaders import load_file
 
     def no_network(*args: object, **kwargs: object) -> None:
         raise AssertionError("loading a document opened a network connection")

@@ -1,4 +1,5 @@
-"""The Celery app, configured from Settings. ``celery -A workers.app worker`` or ``spanqa worker`` runs it.
+"""The Celery app, configured from Settings. ``celery -A spanqa.workers.app worker`` or ``spanqa worker``
+runs it.
 
 Delivery rules: tasks are acknowledged after they finish (``acks_late``) and given back to the queue when a
 worker dies mid-task (``reject_on_worker_lost``); each worker process takes one task at a time.
@@ -12,9 +13,9 @@ from celery import Celery
 from celery.signals import worker_process_init, worker_process_shutdown
 
 from spanqa.settings import Settings
-from workers import names
-from workers.state import WorkerState
-from workers.tasks import register_tasks
+from spanqa.workers import names
+from spanqa.workers.state import WorkerState
+from spanqa.workers.tasks import register_tasks
 
 
 def create_app(settings: Settings | None = None, state: WorkerState | None = None) -> Celery:
@@ -62,7 +63,8 @@ _default: list[Celery] = []
 
 
 def __getattr__(name: str) -> Any:
-    """``workers.app.app`` for ``celery -A workers.app``: built from the environment on first access."""
+    """``spanqa.workers.app.app`` for ``celery -A spanqa.workers.app``: built from the environment on first
+    access."""
     if name == "app":
         if not _default:
             _default.append(create_app())

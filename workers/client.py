@@ -12,14 +12,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ingest.catalog import Catalog
-from retriever.index import VectorIndexInUseError
 from spanqa import pipeline
 from spanqa.errors import SpanqaError
+from spanqa.ingest.catalog import Catalog
+from spanqa.retriever.index import VectorIndexInUseError
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import AskOptions, Job, SearchOptions
-from workers import names
+from spanqa.workers import names
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def enqueue(settings: Settings, kind: str, task: str, arguments: dict[str, Any])
     Returns:
         The job as recorded (pending).
     """
-    from workers.app import create_app
+    from spanqa.workers.app import create_app
 
     require_broker(settings, "--background")
     with Catalog(settings.catalog_url) as catalog:
@@ -106,7 +106,7 @@ class WorkerClient:
     """
 
     def __init__(self, settings: Settings) -> None:
-        from workers.app import create_app
+        from spanqa.workers.app import create_app
 
         require_broker(settings, "asking a worker")
         self.settings = settings

@@ -9,12 +9,12 @@ from typing import Any
 
 from celery import Celery, Task
 
-from ingest.catalog import document_id_for
-from ingest.job import FAILED, PathNotFoundError
-from ingest.walk import FoundFile
+from spanqa.ingest.catalog import document_id_for
+from spanqa.ingest.job import FAILED, PathNotFoundError
+from spanqa.ingest.walk import FoundFile
 from spanqa.types import AskOptions, SearchOptions
-from workers import names
-from workers.state import WorkerState
+from spanqa.workers import names
+from spanqa.workers.state import WorkerState
 
 
 def transient_errors() -> tuple[type[BaseException], ...]:
@@ -22,8 +22,8 @@ def transient_errors() -> tuple[type[BaseException], ...]:
     import redis.exceptions
     from sqlalchemy.exc import DBAPIError, OperationalError
 
-    from ingest.db import CatalogUnavailableError
-    from retriever.index import VectorIndexUnavailableError
+    from spanqa.ingest.db import CatalogUnavailableError
+    from spanqa.retriever.index import VectorIndexUnavailableError
 
     return (
         CatalogUnavailableError,
@@ -102,8 +102,8 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
     @app.task(name=names.REINDEX, bind=True, **retry)
     def reindex(self: Task, job_id: str | None, retriever_model: str | None = None) -> dict[str, Any]:
         """Blue/green rebuild of the vector collection from the catalog."""
-        from ingest.reindex import reindex as run_reindex
-        from retriever.encoder import SentenceEncoder
+        from spanqa.ingest.reindex import reindex as run_reindex
+        from spanqa.retriever.encoder import SentenceEncoder
 
         runtime = state.runtime
         encoder = runtime.encoder

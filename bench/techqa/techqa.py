@@ -126,7 +126,7 @@ def _deb_version(path: Path) -> str:
 
 def package_files(cache: Path, package: Package) -> Iterator[tuple[str, Path]]:
     """(path relative to the package's folder, file) for every file spanqa ingests with its globs."""
-    from ingest.walk import walk
+    from spanqa.ingest.walk import walk
 
     root = cache / "docs" / package.name
     if not root.is_dir():
@@ -141,7 +141,7 @@ def text_path(cache: Path, package: str, relative: str) -> Path:
 
 def extract(cache: Path, packages: Sequence[Package]) -> None:
     """Write spanqa's extracted text of every file, and FILES.tsv (file, format, characters, pages)."""
-    from ingest.loaders import LoadError, load_file
+    from spanqa.ingest.loaders import LoadError, load_file
 
     for package in packages:
         out = cache / "text" / package.name
@@ -513,7 +513,7 @@ class Passages:
     sizes and heading prefix): the same ``reader_input`` the pipeline builds."""
 
     def __init__(self, cache: Path) -> None:
-        from retriever.encoder import SentenceEncoder
+        from spanqa.retriever.encoder import SentenceEncoder
         from spanqa.settings import Settings
 
         self.cache = cache
@@ -521,10 +521,10 @@ class Passages:
         self._read: dict[tuple[str, str], list[Any]] = {}
 
     def of(self, package: str, relative: str) -> list[Any]:
-        from ingest.chunker import chunk_blocks
-        from ingest.loaders import load_file
-        from reader.answers import reader_input
         from spanqa.docqa import _passage
+        from spanqa.ingest.chunker import chunk_blocks
+        from spanqa.ingest.loaders import load_file
+        from spanqa.reader.answers import reader_input
         from spanqa.settings import Settings
 
         key = (package, relative)

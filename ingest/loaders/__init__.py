@@ -14,7 +14,8 @@ import logging
 import stat as stat_module
 from pathlib import Path
 
-from ingest.loaders.base import (
+from spanqa.errors import first_line
+from spanqa.ingest.loaders.base import (
     CODE,
     HEAD_BYTES,
     HEADER_ROW,
@@ -33,12 +34,11 @@ from ingest.loaders.base import (
     NotADocument,
     PageSpan,
 )
-from ingest.loaders.decode import _sniff_head, decode_file_text
-from ingest.loaders.detect import BINARY_EXTENSIONS, detect_format, looks_like_text
-from ingest.loaders.pdf import running_lines
-from ingest.loaders.registry import LOADER_VERSIONS, LOADERS, SUPPORTED_EXTENSIONS, Loader
-from ingest.loaders.text import normalize_whitespace, unwrap_lines
-from spanqa.errors import first_line
+from spanqa.ingest.loaders.decode import _sniff_head, decode_file_text
+from spanqa.ingest.loaders.detect import BINARY_EXTENSIONS, detect_format, looks_like_text
+from spanqa.ingest.loaders.pdf import running_lines
+from spanqa.ingest.loaders.registry import LOADER_VERSIONS, LOADERS, SUPPORTED_EXTENSIONS, Loader
+from spanqa.ingest.loaders.text import normalize_whitespace, unwrap_lines
 
 __all__ = [
     "BINARY_EXTENSIONS",

@@ -7,7 +7,7 @@ import codecs
 import logging
 import re
 
-from ingest.loaders.base import HEAD_BYTES, LoadError
+from spanqa.ingest.loaders.base import HEAD_BYTES, LoadError
 
 logger = logging.getLogger(__name__)
 

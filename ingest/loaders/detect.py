@@ -8,11 +8,11 @@ import re
 import zipfile
 from pathlib import Path
 
-from ingest.loaders.base import HEAD_BYTES
-from ingest.loaders.decode import _sniff_head
-from ingest.loaders.man import GZIP_MAGIC, MAN_NAME, looks_like_man
-from ingest.loaders.registry import EXTENSION_FORMATS
-from ingest.loaders.zipped import ZIP_FORMATS, zip_format
+from spanqa.ingest.loaders.base import HEAD_BYTES
+from spanqa.ingest.loaders.decode import _sniff_head
+from spanqa.ingest.loaders.man import GZIP_MAGIC, MAN_NAME, looks_like_man
+from spanqa.ingest.loaders.registry import EXTENSION_FORMATS
+from spanqa.ingest.loaders.zipped import ZIP_FORMATS, zip_format
 
 #: Never read as text, whatever their first bytes look like (archives, images, media, office files spanqa
 #: does not read, compiled code).

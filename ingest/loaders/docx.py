@@ -6,10 +6,10 @@ import io
 import re
 from typing import Any
 
-from ingest.loaders.base import LoadedText, LoadError
-from ingest.loaders.text import _joined_blocks, _map_blocks, normalize_whitespace
-from ingest.loaders.zipped import open_zip
 from spanqa.errors import first_line
+from spanqa.ingest.loaders.base import LoadedText, LoadError
+from spanqa.ingest.loaders.text import _joined_blocks, _map_blocks, normalize_whitespace
+from spanqa.ingest.loaders.zipped import open_zip
 
 
 def _docx_blocks(data: bytes) -> list[tuple[str, int]]:

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import zipfile
 from html import escape
 
-from ingest.loaders.base import LoadedText
-from ingest.loaders.html import _html_walk, structured
-from ingest.loaders.zipped import PackagedError, local_name, open_zip, read_xml
+from spanqa.ingest.loaders.base import LoadedText
+from spanqa.ingest.loaders.html import _html_walk, structured
+from spanqa.ingest.loaders.zipped import PackagedError, local_name, open_zip, read_xml
 
 _BODY = re.compile(r"<body[^>]*>(.*)</body\s*>", re.IGNORECASE | re.DOTALL)
 _HEADING_START = re.compile(r"<h[1-6][\s>]", re.IGNORECASE)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.loaders.base import (
+from spanqa.ingest.loaders.base import (
     CODE,
     HEADER_ROW,
     HEADING,
@@ -19,8 +19,8 @@ from ingest.loaders.base import (
     LoadedText,
     RawBlock,
 )
-from ingest.loaders.decode import decode_file_text
-from ingest.loaders.text import _map_blocks, normalize_whitespace
+from spanqa.ingest.loaders.decode import decode_file_text
+from spanqa.ingest.loaders.text import _map_blocks, normalize_whitespace
 
 #: A block whose visible text is at least this share link text is navigation (a table of contents, an index).
 NAV_LINK_SHARE = 0.8

@@ -20,9 +20,9 @@ import html
 import io
 import re
 
-from ingest.loaders.base import LoadedText, LoadError, NotADocument
-from ingest.loaders.decode import _decode_text
-from ingest.loaders.html import _html_walk, structured
+from spanqa.ingest.loaders.base import LoadedText, LoadError, NotADocument
+from spanqa.ingest.loaders.decode import _decode_text
+from spanqa.ingest.loaders.html import _html_walk, structured
 
 GZIP_MAGIC = b"\x1f\x8b"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ingest.loaders.base import LoadedText
-from ingest.loaders.text import _joined_blocks, _map_blocks, normalize_whitespace
-from ingest.loaders.zipped import PackagedError, local_name, open_zip, read_xml
+from spanqa.ingest.loaders.base import LoadedText
+from spanqa.ingest.loaders.text import _joined_blocks, _map_blocks, normalize_whitespace
+from spanqa.ingest.loaders.zipped import PackagedError, local_name, open_zip, read_xml
 
 
 def odt_blocks(data: bytes) -> list[tuple[str, int]]:

@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.loaders.base import HEADING, RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
-from ingest.loaders.pdf_layout import Line, LineCollector, heading_lines
-from ingest.loaders.text import _normalize_pages, unwrap_lines
 from spanqa.errors import first_line
+from spanqa.ingest.loaders.base import HEADING, RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
+from spanqa.ingest.loaders.pdf_layout import Line, LineCollector, heading_lines
+from spanqa.ingest.loaders.text import _normalize_pages, unwrap_lines
 
 logger = logging.getLogger(__name__)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ingest.loaders.base import LoadedText
-from ingest.loaders.decode import decode_file_text
-from ingest.loaders.text import _plain_text_blocks, normalize_whitespace, unwrap_lines
+from spanqa.ingest.loaders.base import LoadedText
+from spanqa.ingest.loaders.decode import decode_file_text
+from spanqa.ingest.loaders.text import _plain_text_blocks, normalize_whitespace, unwrap_lines
 
 
 def load(data: bytes) -> LoadedText:

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ingest.loaders.base import LoadedText
-from ingest.loaders.docx import load as load_docx
-from ingest.loaders.epub import load as load_epub
-from ingest.loaders.html import load_html, load_markdown
-from ingest.loaders.man import load as load_man
-from ingest.loaders.odt import load as load_odt
-from ingest.loaders.pdf import load as load_pdf
-from ingest.loaders.plain import load as load_text
+from spanqa.ingest.loaders.base import LoadedText
+from spanqa.ingest.loaders.docx import load as load_docx
+from spanqa.ingest.loaders.epub import load as load_epub
+from spanqa.ingest.loaders.html import load_html, load_markdown
+from spanqa.ingest.loaders.man import load as load_man
+from spanqa.ingest.loaders.odt import load as load_odt
+from spanqa.ingest.loaders.pdf import load as load_pdf
+from spanqa.ingest.loaders.plain import load as load_text
 
 
 @dataclass(frozen=True)

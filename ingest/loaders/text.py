@@ -7,7 +7,7 @@ import bisect
 import itertools
 import re
 
-from ingest.loaders.base import HEADING, TEXT, Block, PageSpan, RawBlock
+from spanqa.ingest.loaders.base import HEADING, TEXT, Block, PageSpan, RawBlock
 
 # ----------------------------------------------------------------------------------------------------------
 # Whitespace normalization with an offset map

@@ -7,7 +7,7 @@ import io
 import xml.etree.ElementTree as ET
 import zipfile
 
-from ingest.loaders.base import MB, LoadError
+from spanqa.ingest.loaders.base import MB, LoadError
 
 #: Zipped formats, each with its loader.
 ZIP_FORMATS = ("docx", "epub", "odt")

@@ -23,8 +23,8 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import func
 
-from ingest.db import CatalogError, display_url, lock_key, make_engine
 from spanqa.errors import first_line
+from spanqa.ingest.db import CatalogError, display_url, lock_key, make_engine
 
 if TYPE_CHECKING:
     from alembic.config import Config

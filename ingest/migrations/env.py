@@ -16,7 +16,7 @@ config = context.config
 
 def _target_metadata() -> MetaData:
     # Only autogenerate compares against the models; ingest.catalog is already imported by then.
-    from ingest.catalog import Base
+    from spanqa.ingest.catalog import Base
 
     return Base.metadata
 
@@ -47,7 +47,7 @@ def _main() -> None:
     if connection is not None:
         _run(connection)
         return
-    from ingest.db import make_engine
+    from spanqa.ingest.db import make_engine
 
     url = config.get_main_option("sqlalchemy.url")
     if not url:

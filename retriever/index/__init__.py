@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retriever.index.base import (
+from spanqa.retriever.index.base import (
     ACTIVE_ALIAS,
     LEXICAL_VECTOR,
     IndexPoint,
@@ -20,8 +20,8 @@ from retriever.index.base import (
     VectorIndexUnavailableError,
     collection_name,
 )
-from retriever.index.edge import EdgeVectorIndex
-from retriever.index.server import ServerVectorIndex
+from spanqa.retriever.index.edge import EdgeVectorIndex
+from spanqa.retriever.index.server import ServerVectorIndex
 
 __all__ = [
     "ACTIVE_ALIAS",

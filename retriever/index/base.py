@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
-from retriever.lexical import SparseVector
 from spanqa.errors import SpanqaError
+from spanqa.retriever.lexical import SparseVector
 
 T = TypeVar("T")
 

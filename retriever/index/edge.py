@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retriever.index.base import (
+from spanqa.errors import first_line
+from spanqa.retriever.index.base import (
     INDEXED_PAYLOAD_FIELDS,
     LEXICAL_VECTOR,
     MAX_BATCH_POINTS,
@@ -36,8 +37,7 @@ from retriever.index.base import (
     slices,
     to_floats,
 )
-from retriever.lexical import SparseVector
-from spanqa.errors import first_line
+from spanqa.retriever.lexical import SparseVector
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from retriever.index.base import (
+from spanqa.errors import first_line, redact_url
+from spanqa.retriever.index.base import (
     INDEXED_PAYLOAD_FIELDS,
     LEXICAL_VECTOR,
     MAX_BATCH_POINTS,
@@ -33,8 +34,7 @@ from retriever.index.base import (
     slices,
     to_floats,
 )
-from retriever.lexical import SparseVector
-from spanqa.errors import first_line, redact_url
+from spanqa.retriever.lexical import SparseVector
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from spanqa.runtime import Runtime, has_data, require_data
 @friendly_errors
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, failed files, index version, models and where data lives."""
-    from ingest.catalog import Catalog
-    from ingest.db import display_url
     from spanqa.errors import redact_url
+    from spanqa.ingest.catalog import Catalog
+    from spanqa.ingest.db import display_url
 
     settings = settings_from(ctx)
     counts = {"indexed": 0, "failed": 0, "deleted": 0, "chunks": 0}
@@ -107,8 +107,8 @@ def db_group() -> None:
 @friendly_errors
 def db_upgrade(ctx: click.Context, as_json: bool) -> None:
     """Bring the catalog's schema to this version's (it also happens on first use)."""
-    from ingest.db import display_url, make_engine
-    from ingest.migrations import current_revision, head_revision, upgrade
+    from spanqa.ingest.db import display_url, make_engine
+    from spanqa.ingest.migrations import current_revision, head_revision, upgrade
 
     url = settings_from(ctx).catalog_url
     engine = make_engine(url)

@@ -15,7 +15,7 @@ from spanqa.runtime import Runtime, require_data
 from spanqa.types import AskOptions, SearchOptions
 
 if TYPE_CHECKING:
-    from ingest.positions import Places
+    from spanqa.ingest.positions import Places
     from spanqa.pipeline import AskResult
     from spanqa.types import Answer
 
@@ -51,7 +51,7 @@ def answer_surroundings(answer: Answer, extra: int) -> tuple[str, int]:
 @friendly_errors
 def search(ctx: click.Context, query: str, top_k: int | None, path_glob: str | None, as_json: bool) -> None:
     """Find the passages nearest to QUERY (retriever only)."""
-    from workers.client import StoreGateway
+    from spanqa.workers.client import StoreGateway
 
     if not query.strip():
         raise UserError("the query is empty")
@@ -133,11 +133,11 @@ def ask(
     options = AskOptions(passages=passages, answers=answers, min_score=min_score, path_glob=path_glob)
     with Runtime(settings) as runtime:
         runtime.preload_models()  # the models load while the catalog and pipeline are imported
-        from workers.client import StoreGateway
+        from spanqa.workers.client import StoreGateway
 
         gateway = StoreGateway(runtime)
 
-        from ingest.positions import Places
+        from spanqa.ingest.positions import Places
 
         places = Places(runtime.catalog)
 

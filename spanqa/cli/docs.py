@@ -17,7 +17,7 @@ from spanqa.runtime import Runtime, require_data
 _ID_PREFIX = re.compile(r"^[0-9a-f-]+$")
 
 if TYPE_CHECKING:
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
     from spanqa.types import Document
 
 
@@ -35,7 +35,7 @@ def docs_group() -> None:
 @friendly_errors
 def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> None:
     """List documents with status, format, pages and chunks."""
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
     from spanqa.types import DocumentStatus
 
     settings = settings_from(ctx)
@@ -65,7 +65,7 @@ def docs_list(ctx: click.Context, status_filter: str | None, as_json: bool) -> N
 @friendly_errors
 def docs_show(ctx: click.Context, reference: str, show_text: bool, as_json: bool) -> None:
     """Show one document (by id, id prefix or path) and its chunks."""
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
 
     settings = settings_from(ctx)
     require_data(settings)
@@ -100,7 +100,7 @@ def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     require_data(settings)
     already = 0
     with Runtime(settings) as runtime:
-        from workers.client import StoreGateway
+        from spanqa.workers.client import StoreGateway
 
         targets = [one_document(runtime.catalog, ref) for ref in references]
         gateway = StoreGateway(runtime)  # a running server or worker removes them when it holds the store
@@ -122,7 +122,7 @@ def one_document(catalog: Catalog, reference: str) -> Document:
         absolute = str(Path(reference).expanduser().absolute())
         candidates = catalog.find_documents(absolute)
     if not candidates:
-        from ingest.catalog import MIN_ID_PREFIX
+        from spanqa.ingest.catalog import MIN_ID_PREFIX
 
         if _ID_PREFIX.match(reference) and len(reference) < MIN_ID_PREFIX:
             raise UserError(

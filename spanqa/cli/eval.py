@@ -60,8 +60,8 @@ def eval_squad(
     as_json: bool,
 ) -> None:
     """Open-setting SQuAD: ingest every article of DATA, ask every question, score it."""
-    from reader.squad import load_squad
     from spanqa.evaluation import evaluate_squad, write_report
+    from spanqa.reader.squad import load_squad
 
     settings = settings_from(ctx)
     load_squad(data)  # a file that is not SQuAD fails here, before an index is made

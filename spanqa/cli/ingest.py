@@ -14,10 +14,10 @@ from spanqa.records import job_dict
 from spanqa.runtime import Runtime
 
 if TYPE_CHECKING:
-    from ingest.job import IngestJob, IngestReport
+    from spanqa.ingest.job import IngestJob, IngestReport
     from spanqa.settings import Settings
     from spanqa.types import Job
-    from workers.client import ServerClient
+    from spanqa.workers.client import ServerClient
 
 
 @click.command()
@@ -48,17 +48,17 @@ def ingest(
     file that no longer loads stops answering until it loads again.
     """
     settings = settings_from(ctx)
-    from workers.client import enqueue_ingest
+    from spanqa.workers.client import enqueue_ingest
 
     if background:
-        from workers.client import require_broker
+        from spanqa.workers.client import require_broker
 
         require_broker(settings, "--background")
         job = enqueue_ingest(settings, _absolute(paths), prune=prune, include=include, exclude=exclude)
         print_queued(job, as_json=as_json)
         return
     with Runtime(settings) as runtime:
-        from workers.client import StoreGateway
+        from spanqa.workers.client import StoreGateway
 
         gateway = StoreGateway(runtime)
         if gateway.held_elsewhere():
@@ -100,8 +100,8 @@ def _run_on_server(
     server: ServerClient, paths: Any, prune: bool, include: Any, exclude: Any, *, quiet: bool
 ) -> tuple[IngestReport, int, bool]:
     """Ingest through the running `spanqa serve` that holds the store, showing its progress here."""
-    from ingest.job import IngestReport
-    from workers.client import INTERNAL_INGEST
+    from spanqa.ingest.job import IngestReport
+    from spanqa.workers.client import INTERNAL_INGEST
 
     payload = {"paths": _absolute(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}
     if not quiet:
@@ -129,8 +129,8 @@ def _run_on_server(
 
 def _follow_job(settings: Settings, job: Job, *, as_json: bool) -> int:
     """Follow a queued ingest until it ends; the exit code a foreground ingest would give."""
-    from ingest.catalog import Catalog
     from spanqa.cli.workers import follow_job
+    from spanqa.ingest.catalog import Catalog
 
     with Catalog(settings.catalog_url) as catalog:
         job = follow_job(catalog, job, quiet=as_json)
@@ -211,13 +211,13 @@ def _skipped_text(report: IngestReport) -> str:
 @friendly_errors
 def reindex(ctx: click.Context, retriever_model: str | None, background: bool, as_json: bool) -> None:
     """Rebuild the vector collection from the catalog (blue/green: one atomic switch at the end)."""
-    from ingest.reindex import reindex as run_reindex
+    from spanqa.ingest.reindex import reindex as run_reindex
 
     settings = settings_from(ctx)
     if retriever_model:
         settings = settings.replace(retriever_model=retriever_model)
     if background:
-        from workers.client import enqueue_reindex
+        from spanqa.workers.client import enqueue_reindex
 
         print_queued(enqueue_reindex(settings, settings.retriever_model), as_json=as_json)
         return

@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from reader.training import TrainConfig
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json, progress_bar
 from spanqa.errors import first_line
+from spanqa.reader.training import TrainConfig
 from spanqa.settings import DEFAULT_RETRIEVER_MODEL
 
 # The options' defaults are TrainConfig's: one owner for each.
@@ -114,8 +114,8 @@ def reader_group() -> None:
 @friendly_errors
 def reader_train(ctx: click.Context, **options: Any) -> None:
     """Fine-tune an encoder for span extraction on SQuAD-format data."""
-    from reader.training import resolve_training_device, train
-    from retriever.encoder import resolve_encoder_model
+    from spanqa.reader.training import resolve_training_device, train
+    from spanqa.retriever.encoder import resolve_encoder_model
 
     if not options["train_file"] and not options["resume"]:
         raise UserError("give the training data with --train FILE (or --resume a run in --out)")
@@ -149,7 +149,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
     with progress_bar("train", fields=fields, remaining=True, transient=False) as progress:
         if progress.disable:
             # Runs last hours under nohup or a scheduler: without a bar, step lines are the only sign of life.
-            logging.getLogger("reader.training").setLevel(logging.INFO)
+            logging.getLogger("spanqa.reader.training").setLevel(logging.INFO)
         task = progress.add_task("train", total=None, loss=float("nan"), rate=0.0)
 
         def on_step(step: int, total: int, loss: float, rate: float) -> None:
@@ -170,7 +170,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
 @friendly_errors
 def reader_export(ctx: click.Context, source: str, destination: str, fp32: bool) -> None:
     """Copy a trained reader (e.g. OUT/best) for shipping: safetensors weights and tokenizer files."""
-    from reader.training import export_model
+    from spanqa.reader.training import export_model
 
     path = export_model(source, destination, half=not fp32)
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
@@ -226,9 +226,9 @@ def reader_eval(
     as_json: bool,
 ) -> None:
     """Exact match and F1 (official SQuAD scoring) with the gold paragraph given."""
-    from reader.evaluation import evaluate_reader
-    from reader.reader import ExtractiveReader
-    from reader.squad import load_squad
+    from spanqa.reader.evaluation import evaluate_reader
+    from spanqa.reader.reader import ExtractiveReader
+    from spanqa.reader.squad import load_squad
 
     settings = settings_from(ctx)
     if model:
@@ -287,9 +287,9 @@ def reader_calibrate(
     """Fit the score calibrator on RUNS: `eval squad --unanswerable --out` and `eval docs --out` folders (or
     their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
     split an article (SQuAD) or a file's first folder (a package of documentation) between fit and measure."""
-    from reader.calibration import CALIBRATION_FILE, fit_calibrator
-    from reader.model import resolve_reader_model
     from spanqa.evaluation import abstention_report, read_questions
+    from spanqa.reader.calibration import CALIBRATION_FILE, fit_calibrator
+    from spanqa.reader.model import resolve_reader_model
 
     settings = settings_from(ctx)
     records = []

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from retriever.training import LOSSES, RetrieverTrainConfig
 from spanqa.cli._errors import UserError, friendly_errors
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
+from spanqa.retriever.training import LOSSES, RetrieverTrainConfig
 from spanqa.settings import DEFAULT_RETRIEVER_MODEL
 
 # The options' defaults are RetrieverTrainConfig's: one owner for each.
@@ -58,9 +58,9 @@ def train(ctx: click.Context, resume: bool, **options: Any) -> None:
     """Fine-tune a bi-encoder on (question, paragraph) pairs of SQuAD-format data."""
     from click.core import ParameterSource
 
-    from retriever.training import config_with, load_config, train_retriever
+    from spanqa.retriever.training import config_with, load_config, train_retriever
 
-    logging.getLogger("retriever.training").setLevel(logging.INFO)
+    logging.getLogger("spanqa.retriever.training").setLevel(logging.INFO)
     if resume:  # the saved run's settings, with what this command line sets (e.g. a longer --time-limit)
         given = {
             k: v for k, v in options.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE
@@ -86,7 +86,7 @@ def train(ctx: click.Context, resume: bool, **options: Any) -> None:
 @friendly_errors
 def evaluate(data_file: str, model: str, limit: int | None, device: str, as_json: bool) -> None:
     """Recall@1/5/10/20 and MRR@10: every paragraph of DATA is the corpus, its questions the queries."""
-    from retriever.training import evaluate_retriever
+    from spanqa.retriever.training import evaluate_retriever
 
     metrics = evaluate_retriever(model, data_file, limit=limit, device=device)
     if as_json:

@@ -9,7 +9,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.runtime import Runtime
-from workers.client import announce_server, withdraw_server
+from spanqa.workers.client import announce_server, withdraw_server
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

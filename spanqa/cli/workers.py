@@ -13,10 +13,10 @@ from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import print_json, progress_bar
 from spanqa.records import job_dict
 from spanqa.runtime import has_data
-from workers.names import DEFAULT_WORKER_QUEUES
+from spanqa.workers.names import DEFAULT_WORKER_QUEUES
 
 if TYPE_CHECKING:
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
     from spanqa.settings import Settings
     from spanqa.types import Job
 
@@ -39,8 +39,8 @@ FOLLOW_POLL_S = 0.5
 @friendly_errors
 def worker(ctx: click.Context, concurrency: int, queues: str, loglevel: str) -> None:
     """Run Celery workers that ingest, delete and re-index in the background."""
-    from workers.app import create_app
-    from workers.client import require_broker
+    from spanqa.workers.app import create_app
+    from spanqa.workers.client import require_broker
 
     settings = settings_from(ctx)
     require_broker(settings, "spanqa worker")
@@ -59,8 +59,8 @@ def worker(ctx: click.Context, concurrency: int, queues: str, loglevel: str) -> 
 @friendly_errors
 def beat(ctx: click.Context, loglevel: str) -> None:
     """Run the scheduler that sweeps watched folders every sweep_interval_s seconds."""
-    from workers.app import create_app
-    from workers.client import require_broker
+    from spanqa.workers.app import create_app
+    from spanqa.workers.client import require_broker
 
     settings = settings_from(ctx)
     require_broker(settings, "spanqa beat")
@@ -88,7 +88,7 @@ def watch(
     Without one, this process watches PATH itself: new, changed and removed files are ingested and pruned as
     they settle, and Ctrl-C stops it after the run in progress (nothing is left half indexed).
     """
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
 
     settings = settings_from(ctx)
     if path is None and not has_data(settings):  # listing never creates a data folder
@@ -186,7 +186,7 @@ def _watch_here(settings: Settings, folder: Path, include: tuple[str, ...], excl
 @friendly_errors
 def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) -> None:
     """Show background jobs (or one job) with state and progress."""
-    from ingest.catalog import Catalog
+    from spanqa.ingest.catalog import Catalog
 
     settings = settings_from(ctx)
     if not has_data(settings):  # looking never creates a data folder

@@ -28,10 +28,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ingest.job import Progress
-from ingest.positions import Places
 from spanqa import __version__, pipeline
 from spanqa.errors import SpanqaError, first_line
+from spanqa.ingest.job import Progress
+from spanqa.ingest.positions import Places
 from spanqa.records import (
     CONFIDENCE_WORDS,
     ask_record,
@@ -64,7 +64,7 @@ from spanqa.server.security import (
     served_path,
 )
 from spanqa.types import DocumentStatus, Job, SearchOptions
-from workers.client import (
+from spanqa.workers.client import (
     INTERNAL_ASK,
     INTERNAL_INGEST,
     INTERNAL_REMOVE,
@@ -412,7 +412,7 @@ def create_app(runtime: Runtime, *, internal_token: str | None = None) -> FastAP
             raise HTTPException(exc.status, str(exc)) from exc
         # On the workers only when they can open the store: an embedded one is this process's.
         if settings.broker_url and settings.qdrant_url:
-            from workers.client import enqueue_ingest
+            from spanqa.workers.client import enqueue_ingest
 
             job = await anyio.to_thread.run_sync(
                 lambda: enqueue_ingest(

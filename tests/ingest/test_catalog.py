@@ -18,9 +18,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
-from ingest.catalog import Base, Catalog, CatalogError, document_id_for, make_engine
-from ingest.db import display_url
-from ingest.migrations import (
+from spanqa.ingest.catalog import Base, Catalog, CatalogError, document_id_for, make_engine
+from spanqa.ingest.db import display_url
+from spanqa.ingest.migrations import (
     BASELINE_REVISION,
     CATALOG_TABLES,
     SchemaTooNewError,
@@ -582,6 +582,6 @@ def test_an_unreachable_database_is_a_one_line_catalog_error(tmp_path: Path) -> 
 
 def test_the_file_names_of_revisions_name_the_head() -> None:
     # The fast path that skips alembic on an up-to-date catalog trusts the revision files' names.
-    from ingest.migrations import file_head_revision, head_revision
+    from spanqa.ingest.migrations import file_head_revision, head_revision
 
     assert file_head_revision() == head_revision()

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import ChunkSpan, chunk_blocks
-from ingest.loaders import Block
+from spanqa.ingest.chunker import ChunkSpan, chunk_blocks
+from spanqa.ingest.loaders import Block
 from spanqa.text import sentence_spans
 
 

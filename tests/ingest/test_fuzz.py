@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import chunk_blocks
-from ingest.loaders import LoadedText, LoadError, load_file
+from spanqa.ingest.chunker import chunk_blocks
+from spanqa.ingest.loaders import LoadedText, LoadError, load_file
 
 EXTENSIONS = [
     "",

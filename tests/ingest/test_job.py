@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ingest.catalog import Catalog
-from ingest.job import (
+from spanqa.ingest.catalog import Catalog
+from spanqa.ingest.job import (
     CHANGED,
     FAILED,
     NEW,
@@ -20,10 +20,10 @@ from ingest.job import (
     IngestJob,
     PathNotFoundError,
 )
-from ingest.model_check import ModelMismatchError
-from retriever.encoder import SentenceEncoder
-from retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
-from retriever.retriever import fold
+from spanqa.ingest.model_check import ModelMismatchError
+from spanqa.retriever.encoder import SentenceEncoder
+from spanqa.retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
+from spanqa.retriever.retriever import fold
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
 
@@ -340,7 +340,7 @@ def test_unchanged_outcome_reports_chunks(env: Env) -> None:
 
 
 def _lexical_paths(env: Env, query: str) -> set[str]:
-    from retriever.lexical import Bm25Encoder
+    from spanqa.retriever.lexical import Bm25Encoder
 
     hits = env.index.search_lexical(env.collection, Bm25Encoder().query(query), limit=50)
     return {Path(h.payload["path"]).name for h in hits}
@@ -515,7 +515,7 @@ def test_a_large_folder_is_streamed_not_held(env: Env, monkeypatch: pytest.Monke
     import gc
     import weakref
 
-    import ingest.job as job_module
+    import spanqa.ingest.job as job_module
     from spanqa.types import Document
 
     made: list[weakref.ref[Document]] = []

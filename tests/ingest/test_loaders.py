@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.loaders import (
+from spanqa.ingest.loaders import (
     SUPPORTED_EXTENSIONS,
     LoadedText,
     LoadError,
@@ -546,8 +546,8 @@ def test_one_very_long_line_loads(tmp_path: Path) -> None:
 
 
 def test_pdf_running_headers_and_footers_stay_out_of_passages(tmp_path: Path) -> None:
-    from ingest.chunker import chunk_blocks
-    from ingest.loaders import RUNNING, running_lines
+    from spanqa.ingest.chunker import chunk_blocks
+    from spanqa.ingest.loaders import RUNNING, running_lines
 
     pages = []
     for number in range(1, 7):
@@ -580,8 +580,8 @@ def test_pdf_running_headers_and_footers_stay_out_of_passages(tmp_path: Path) ->
 
 
 def test_a_loader_version_recuts_only_its_format() -> None:
-    from ingest.chunker import chunking_signature
-    from ingest.loaders import LOADER_VERSIONS
+    from spanqa.ingest.chunker import chunking_signature
+    from spanqa.ingest.loaders import LOADER_VERSIONS
 
     assert chunking_signature(256, 48, "html") == chunking_signature(256, 48) == "v1:256/48"
     assert chunking_signature(256, 48, "pdf") == f"v1:256/48:pdf{LOADER_VERSIONS['pdf']}"
@@ -606,7 +606,7 @@ def test_pdf_page_labels_the_file_declares(tmp_path: Path) -> None:
 
 
 def test_pdf_words_broken_at_line_ends_read_whole() -> None:
-    from ingest.loaders.pdf import plain_page_texts
+    from spanqa.ingest.loaders.pdf import plain_page_texts
 
     pages = [
         "The server reads its configu-\nration at start.\nUse the command-\nline tool, as the command-line\n"
@@ -632,7 +632,7 @@ def test_pdf_hyphenation_and_ligatures_from_a_real_file(tmp_path: Path) -> None:
 
 
 def test_a_pdf_whose_every_page_is_only_a_header(tmp_path: Path) -> None:
-    from ingest.chunker import chunk_blocks
+    from spanqa.ingest.chunker import chunk_blocks
 
     pages = [[f"The Frob Manual {n}", f"Chapter 1 {n}"] for n in range(1, 6)]
     loaded = load_file(_make_pdf(tmp_path / "headers.pdf", pages))
@@ -652,7 +652,7 @@ def test_pdf_without_bookmarks_takes_its_headings_from_type_size(tmp_path: Path)
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    from ingest.loaders import HEADING, TEXT
+    from spanqa.ingest.loaders import HEADING, TEXT
 
     path = tmp_path / "sized.pdf"
     pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)

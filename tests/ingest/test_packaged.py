@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.loaders import HEADING, TEXT, LoadError, detect_format, load_file
-from ingest.loaders.zipped import MAX_UNPACKED
+from spanqa.ingest.loaders import HEADING, TEXT, LoadError, detect_format, load_file
+from spanqa.ingest.loaders.zipped import MAX_UNPACKED
 
 CONTAINER = """<?xml version="1.0"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">

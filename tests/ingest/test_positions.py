@@ -6,8 +6,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
-from ingest.loaders import load_file
-from ingest.positions import FilePosition, file_position
+from spanqa.ingest.loaders import load_file
+from spanqa.ingest.positions import FilePosition, file_position
 
 
 def _locate(path: Path, answer: str, occurrence: int = 0) -> FilePosition:
@@ -60,8 +60,8 @@ def test_files_that_are_not_text_or_are_gone(tmp_path: Path) -> None:
 
 
 def test_a_page_is_shown_by_its_printed_label(tmp_path: Path) -> None:
-    from ingest.catalog import Catalog
-    from ingest.positions import Places
+    from spanqa.ingest.catalog import Catalog
+    from spanqa.ingest.positions import Places
     from spanqa.types import Answer, Document, Place
 
     labelled = Document(

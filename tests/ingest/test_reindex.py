@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.reindex import reindex
 from spanqa import pipeline
+from spanqa.ingest.reindex import reindex
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import SearchOptions
@@ -64,7 +64,7 @@ def test_reindex_switches_atomically_while_questions_keep_being_answered(
 
 
 def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path: Path) -> None:
-    from retriever.lexical import Bm25Encoder
+    from spanqa.retriever.lexical import Bm25Encoder
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -83,7 +83,7 @@ def test_reindex_rebuilds_dense_and_lexical_vectors(settings: Settings, tmp_path
 
 
 def test_a_pooling_change_is_refused_until_reindexed(settings: Settings, tmp_path: Path) -> None:
-    from ingest.model_check import ModelMismatchError
+    from spanqa.ingest.model_check import ModelMismatchError
 
     docs = tmp_path / "docs"
     docs.mkdir()

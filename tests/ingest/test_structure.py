@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import HEADING_SEPARATOR, chunk_blocks
-from ingest.loaders import Block, LoadedText, load_file
+from spanqa.ingest.chunker import HEADING_SEPARATOR, chunk_blocks
+from spanqa.ingest.loaders import Block, LoadedText, load_file
 
 MANUAL = """<!doctype html><html><body>
 <nav><a href="/">Home</a> <a href="/next">Next</a></nav>
@@ -229,7 +229,7 @@ _BLOCK = st.tuples(
 def test_chunk_offsets_segments_and_heading_prefixes_hold(
     parts: list[tuple[str, str, tuple[str, ...]]], size: int, tokenizer: Any
 ) -> None:
-    from reader.answers import reader_input
+    from spanqa.reader.answers import reader_input
     from spanqa.types import Passage
 
     text, blocks = "", []

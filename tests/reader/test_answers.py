@@ -6,15 +6,15 @@ import math
 
 import pytest
 
-from reader.answers import (
+from spanqa.reader.answers import (
     RETRIEVER_LOGIT_SCALE,
     AnswerBuilder,
     answer_context,
     combine_scores,
     reader_input,
 )
-from reader.decoding import SpanCandidate
-from reader.reader import ReaderResult
+from spanqa.reader.decoding import SpanCandidate
+from spanqa.reader.reader import ReaderResult
 from spanqa.types import Passage, PassageCopy
 
 DOCUMENT = "work_mem (integer)\nSets the base maximum amount of memory. The default is four megabytes (4MB)."

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reader.answers import AnswerBuilder
-from reader.calibration import (
+from spanqa.reader.answers import AnswerBuilder
+from spanqa.reader.calibration import (
     FEATURES,
     CalibrationError,
     Calibrator,
@@ -21,8 +21,8 @@ from reader.calibration import (
     reliability,
     word_share,
 )
-from reader.decoding import SpanCandidate
-from reader.reader import ReaderResult
+from spanqa.reader.decoding import SpanCandidate
+from spanqa.reader.reader import ReaderResult
 from spanqa.types import Passage
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reader.decoding import (
+from spanqa.reader.decoding import (
     SpanCandidate,
     WindowLogits,
     complete_marks,

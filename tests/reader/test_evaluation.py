@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reader.evaluation import _best_threshold, threshold_table
-from reader.squad import SquadAnswer, SquadExample
 from spanqa.cli import main
+from spanqa.reader.evaluation import _best_threshold, threshold_table
+from spanqa.reader.squad import SquadAnswer, SquadExample
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reader.model import ReaderLoadError, make_windows, run_windows
-from reader.onnx_model import OnnxSpanModel
-from reader.reader import ExtractiveReader
+from spanqa.reader.model import ReaderLoadError, make_windows, run_windows
+from spanqa.reader.onnx_model import OnnxSpanModel
+from spanqa.reader.reader import ExtractiveReader
 
 QUESTION = "Who won Super Bowl 50?"
 PASSAGES = [
@@ -81,12 +81,12 @@ def test_auto_falls_back_to_torch_and_onnx_says_why_not(tiny_qa_bert_dir: Path, 
 def test_a_failed_export_falls_back_to_torch_under_auto(
     tiny_qa_bert_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import reader.onnx_model
+    import spanqa.reader.onnx_model as onnx_module
 
     def broken_export(folder: Path, destination: Path) -> Path:
-        raise reader.onnx_model.OnnxExportMismatch("differs from torch by 3 logits")
+        raise onnx_module.OnnxExportMismatch("differs from torch by 3 logits")
 
-    monkeypatch.setattr(reader.onnx_model, "export_span_model", broken_export)
+    monkeypatch.setattr(onnx_module, "export_span_model", broken_export)
     auto = ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path)
     assert auto.run(QUESTION, PASSAGES[:1]).windows == 1
     assert not isinstance(auto._model, OnnxSpanModel)

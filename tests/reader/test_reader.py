@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reader.model import ReaderLoadError, load_reader_model, resolve_reader_model
-from reader.reader import ExtractiveReader
+from spanqa.reader.model import ReaderLoadError, load_reader_model, resolve_reader_model
+from spanqa.reader.reader import ExtractiveReader
 
 WORDS = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=25
@@ -81,7 +81,7 @@ def test_hub_name_without_network_is_a_one_line_error(monkeypatch: pytest.Monkey
 
 
 def test_shipped_name_resolves_to_the_models_folder() -> None:
-    from reader.model import SHIPPED_MODELS_DIR
+    from spanqa.reader.model import SHIPPED_MODELS_DIR
 
     if (SHIPPED_MODELS_DIR / "spanqa-reader-minilm").is_dir():
         assert resolve_reader_model("spanqa-reader-minilm") == str(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reader.model import SHIPPED_MODELS_DIR
 from spanqa import pipeline
+from spanqa.reader.model import SHIPPED_MODELS_DIR
 from spanqa.runtime import Runtime
 from spanqa.settings import DEFAULT_READER_MODEL, Settings
 from spanqa.types import AskOptions

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from reader.squad import (
+from spanqa.reader.squad import (
     SquadFormatError,
     evaluate_predictions,
     exact_match,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reader.tokenization import SpanTokenizer
+from spanqa.reader.tokenization import SpanTokenizer
 
 WORDS = [
     "the",
@@ -92,7 +92,7 @@ def test_truncate_question_cuts_on_a_token_boundary(tiny_qa_bert_dir: Path) -> N
 
 
 def test_reading_on_onnx_never_imports_transformers(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
-    from reader.reader import ExtractiveReader
+    from spanqa.reader.reader import ExtractiveReader
 
     ExtractiveReader(model=str(tiny_qa_bert_dir), cache_dir=tmp_path).warm_up()  # exports (needs torch)
     script = (

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from reader.squad import SquadAnswer, SquadExample, load_squad
-from reader.training import (
+from spanqa.reader.squad import SquadAnswer, SquadExample, load_squad
+from spanqa.reader.training import (
     TrainConfig,
     add_unanswerable_pairs,
     featurize,
@@ -22,7 +22,7 @@ def _mean_loss(model_dir: Path, config: TrainConfig) -> float:
     import torch
     from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-    from reader.training import _collate
+    from spanqa.reader.training import _collate
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForQuestionAnswering.from_pretrained(model_dir).eval()
@@ -69,7 +69,7 @@ def test_training_lowers_the_loss_and_saves_a_loadable_checkpoint(
     # Evaluated at each checkpoint; the best is kept and loads through the reader's own path.
     assert [r["step"] for r in result.history] == [10, 20, 30]
     assert all("f1" in r for r in result.history)
-    from reader.reader import ExtractiveReader
+    from spanqa.reader.reader import ExtractiveReader
 
     reader = ExtractiveReader(model=str(out / "best"))
     assert reader.run("Who won Super Bowl 50?", ["The Denver Broncos won Super Bowl 50."]).windows == 1
@@ -96,7 +96,7 @@ def test_time_limit_stops_with_a_checkpoint(config: TrainConfig) -> None:
 
 
 def test_resume_without_checkpoint_is_an_error(config: TrainConfig) -> None:
-    from reader.training import NoCheckpointError
+    from spanqa.reader.training import NoCheckpointError
 
     with pytest.raises(NoCheckpointError, match="no checkpoint to resume"):
         train(config, resume=True)
@@ -143,7 +143,7 @@ def test_cli_train_without_a_terminal_logs_progress_lines(
 
     from spanqa.cli import main
 
-    training_logger = logging.getLogger("reader.training")
+    training_logger = logging.getLogger("spanqa.reader.training")
     level = training_logger.level
     args = ["reader", "train", "--train", config.train_file, "--init", config.init, "--out", config.out_dir]
     args += ["--max-seq-length", "128", "--stride", "32", "--batch-size", "8"]
@@ -160,7 +160,7 @@ def test_cli_train_without_a_terminal_logs_progress_lines(
 def test_export_halves_the_weights_and_keeps_the_model_card(tiny_qa_bert_dir: Path, tmp_path: Path) -> None:
     from safetensors import safe_open
 
-    from reader.training import export_model
+    from spanqa.reader.training import export_model
 
     destination = tmp_path / "shipped"
     destination.mkdir()
@@ -176,7 +176,7 @@ def test_export_halves_the_weights_and_keeps_the_model_card(tiny_qa_bert_dir: Pa
 def test_training_device_auto_takes_a_gpu_only_where_torch_sees_one() -> None:
     import torch
 
-    from reader.training import resolve_training_device
+    from spanqa.reader.training import resolve_training_device
 
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_training_device("auto").type == expected

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from retriever.index import (
+from spanqa.retriever.index import (
     EdgeVectorIndex,
     IndexPoint,
     SearchFilter,
@@ -26,8 +26,8 @@ from retriever.index import (
     collection_name,
     open_vector_index,
 )
-from retriever.index.base import MAX_BATCH_POINTS, MAX_REQUEST_BYTES, request_batches
-from retriever.lexical import Bm25Encoder
+from spanqa.retriever.index.base import MAX_BATCH_POINTS, MAX_REQUEST_BYTES, request_batches
+from spanqa.retriever.lexical import Bm25Encoder
 
 DIM = 8
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -509,8 +509,8 @@ def test_alias_points_at_one_collection_and_moves(index: VectorIndex) -> None:
 
 
 def test_server_calls_retry_transient_failures(monkeypatch: pytest.MonkeyPatch) -> None:
-    from retriever.index import ServerVectorIndex, VectorIndexUnavailableError
-    from retriever.index import server as index_module
+    from spanqa.retriever.index import ServerVectorIndex, VectorIndexUnavailableError
+    from spanqa.retriever.index import server as index_module
 
     monkeypatch.setattr(index_module, "RETRY_BASE_DELAY_S", 0.0)
     server = ServerVectorIndex(":memory:")

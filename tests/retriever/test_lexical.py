@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from retriever.index import SearchHit
-from retriever.lexical import (
+from spanqa.retriever.index import SearchHit
+from spanqa.retriever.lexical import (
     Bm25Encoder,
     reciprocal_rank_fusion,
     term_id,
     tokenize,
     weighted_score_fusion,
 )
-from retriever.retriever import fold
+from spanqa.retriever.retriever import fold
 from spanqa.scoring import min_max
 
 
@@ -97,7 +97,7 @@ def test_near_duplicates_fold_into_the_best_hit_of_their_group() -> None:
 def test_folding_searches_deeper_until_top_k_groups_are_found() -> None:
     import numpy as np
 
-    from retriever.retriever import Retriever
+    from spanqa.retriever.retriever import Retriever
 
     # 30 copies of one text rank first, then 10 distinct passages.
     ranked = [SearchHit(f"copy{i}", 0.9, {"fold": "g"}) for i in range(30)]

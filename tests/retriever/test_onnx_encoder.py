@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retriever.encoder import SentenceEncoder
-from retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, own_pooling
+from spanqa.retriever.encoder import SentenceEncoder
+from spanqa.retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, own_pooling
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 
@@ -106,7 +106,7 @@ def test_pooling_modes_agree_between_backends(tiny_bert_dir: Path, tmp_path: Pat
 
 
 def test_pool_by_hand() -> None:
-    from retriever.onnx_encoder import pool
+    from spanqa.retriever.onnx_encoder import pool
 
     hidden = np.array([[[1.0, 5.0], [3.0, -1.0], [100.0, 100.0]]], dtype=np.float32)
     mask = np.array([[1, 1, 0]])  # the third token is padding: never pooled

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from retriever.training import (
+from spanqa.retriever.training import (
     RetrieverTrainConfig,
     RetrieverTrainError,
     evaluate_retriever,

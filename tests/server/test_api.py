@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from ingest.positions import Places
 from spanqa import pipeline
+from spanqa.ingest.positions import Places
 from spanqa.records import ask_record
 from spanqa.runtime import Runtime
 from spanqa.server.app import create_app
@@ -287,7 +287,7 @@ def test_a_shutdown_stops_a_running_ingest_after_its_file(settings: Settings, tm
 
 def test_internal_routes_answer_only_with_the_data_folders_token(settings: Settings, docs: Path) -> None:
     from spanqa.pipeline import AskResult
-    from workers.client import INTERNAL_ASK, INTERNAL_TOKEN_HEADER
+    from spanqa.workers.client import INTERNAL_ASK, INTERNAL_TOKEN_HEADER
 
     with Runtime(settings) as runtime:
         runtime.ingest_job().run([docs])

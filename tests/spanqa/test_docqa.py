@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from retriever.encoder import SentenceEncoder
 from spanqa.docqa import build, main, squad_paragraphs
+from spanqa.retriever.encoder import SentenceEncoder
 from spanqa.settings import Settings
 
 PAGE = """<html><body><h1>Server Configuration</h1><h2>Memory</h2><dl>

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reader.squad import answer_matches
 from spanqa.cli import main
 from spanqa.docs_eval import DocumentFinder, read_doc_questions, reliability_svg, summarize
 from spanqa.evaluation import EvaluationError
+from spanqa.reader.squad import answer_matches
 from spanqa.types import Document
 
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from reader.calibration import FEATURES
 from spanqa.cli import main
 from spanqa.evaluation import contains_answer, recall_at
+from spanqa.reader.calibration import FEATURES
 from spanqa.settings import Settings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "squad-tiny-open.json"
@@ -70,8 +70,8 @@ def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, t
 def test_sample_questions_is_reproducible_from_ids_and_keeps_file_order() -> None:
     import hashlib
 
-    from reader.squad import load_squad
     from spanqa.evaluation import sample_questions
+    from spanqa.reader.squad import load_squad
 
     examples = load_squad(Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json")
     picked = sample_questions(examples, 7)
@@ -85,7 +85,6 @@ def test_sample_questions_is_reproducible_from_ids_and_keeps_file_order() -> Non
 
 
 def test_unanswerable_split_leaves_out_articles_and_paragraphs_whose_answers_are_gone() -> None:
-    from reader.squad import load_squad
     from spanqa.evaluation import (
         ANSWERABLE,
         CUT_PARAGRAPH,
@@ -93,6 +92,7 @@ def test_unanswerable_split_leaves_out_articles_and_paragraphs_whose_answers_are
         article_texts,
         unanswerable_split,
     )
+    from spanqa.reader.squad import load_squad
 
     mini = Path(__file__).resolve().parents[1] / "fixtures" / "squad-mini.json"
     for data in (FIXTURE, mini):
@@ -141,7 +141,7 @@ def test_eval_squad_unanswerable_reports_abstention_and_calibration(
 def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Path) -> None:
     import random
 
-    from reader.calibration import Calibrator
+    from spanqa.reader.calibration import Calibrator
 
     rng = random.Random(3)
     run = tmp_path / "run"

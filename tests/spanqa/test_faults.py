@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from ingest.catalog import Catalog
-from ingest.db import CatalogUnavailableError
-from ingest.job import IngestJob
-from retriever.encoder import SentenceEncoder
-from retriever.index import ServerVectorIndex, VectorIndexUnavailableError
-from retriever.index.edge import EdgeVectorIndex
 from spanqa import pipeline
+from spanqa.ingest.catalog import Catalog
+from spanqa.ingest.db import CatalogUnavailableError
+from spanqa.ingest.job import IngestJob
+from spanqa.retriever.encoder import SentenceEncoder
+from spanqa.retriever.index import ServerVectorIndex, VectorIndexUnavailableError
+from spanqa.retriever.index.edge import EdgeVectorIndex
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus, SearchOptions
@@ -231,7 +231,7 @@ def test_a_database_restart_between_commands_is_not_an_error(postgres_schema_url
 def test_the_vector_store_going_away_mid_ingest_is_a_one_line_error_and_loses_nothing(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retriever.index import server as server_module
+    from spanqa.retriever.index import server as server_module
 
     monkeypatch.setattr(server_module, "RETRY_BASE_DELAY_S", 0.0)
     before, docs = _folders(tmp_path)

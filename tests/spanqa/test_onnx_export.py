@@ -21,7 +21,7 @@ def test_export_name_changes_with_the_recipe(tiny_bert_dir: Path, monkeypatch: p
 
 
 def test_sessions_do_not_spin_idle_threads(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    from retriever.onnx_encoder import OnnxEncoder
+    from spanqa.retriever.onnx_encoder import OnnxEncoder
 
     encoder = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path)
     encoder.warm_up()

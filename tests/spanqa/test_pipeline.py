@@ -100,7 +100,7 @@ def test_ask_result_survives_a_json_round_trip() -> None:
 
 def test_worker_command_reads_questions_first() -> None:
     from spanqa.cli.workers import worker
-    from workers.names import DEFAULT_WORKER_QUEUES
+    from spanqa.workers.names import DEFAULT_WORKER_QUEUES
 
     queues = next(p for p in worker.params if p.name == "queues")
     assert queues.default == DEFAULT_WORKER_QUEUES
@@ -127,7 +127,7 @@ def test_a_folded_group_whose_best_point_lost_its_row_is_read_from_a_copy(
 
 
 def test_a_calibrator_fitted_with_other_settings_warns_once(indexed: Settings) -> None:
-    from reader.calibration import FEATURES, Calibrator
+    from spanqa.reader.calibration import FEATURES, Calibrator
 
     zeros, ones = (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
     fitted = {**indexed.score_settings(), "passages": indexed.passages + 5}

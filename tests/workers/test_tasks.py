@@ -6,13 +6,13 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ingest.catalog import Catalog
 from spanqa.cli import main
+from spanqa.ingest.catalog import Catalog
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
-from workers import names
-from workers.app import create_app
-from workers.state import WorkerState
+from spanqa.workers import names
+from spanqa.workers.app import create_app
+from spanqa.workers.state import WorkerState
 
 
 def test_tasks_run_inline_without_a_broker(settings: Settings, tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ingest.catalog import Catalog
-from retriever.index import EdgeVectorIndex
 from spanqa.cli import main
+from spanqa.ingest.catalog import Catalog
+from spanqa.retriever.index import EdgeVectorIndex
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
 
