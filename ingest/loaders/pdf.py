@@ -1,6 +1,6 @@
-"""PDF: pages (pypdf), the outline as the heading path (else lines in larger type, see pdf_layout.py),
-running headers and footers kept out of passages, hyphenated words whole, printed page labels, hard-wrapped
-lines unwrapped."""
+"""PDF: pages (pypdf), two-column pages read column by column and the outline as the heading path (else
+lines in larger type; both in pdf_layout.py), running headers and footers kept out of passages, hyphenated
+words whole, printed page labels, hard-wrapped lines unwrapped."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from spanqa.errors import first_line
 from spanqa.ingest.loaders.base import HEADING, RUNNING, TEXT, Block, LoadedText, LoadError, PageSpan
-from spanqa.ingest.loaders.pdf_layout import Line, LineCollector, heading_lines
+from spanqa.ingest.loaders.pdf_layout import Line, PageDrawing, column_text, heading_lines
 from spanqa.ingest.loaders.text import _normalize_pages, unwrap_lines
 
 logger = logging.getLogger(__name__)
@@ -84,15 +84,17 @@ def _pdf_pages(
         lines: list[list[Line]] = []
         failed = 0
         for number, page in enumerate(pages, start=1):
-            # Type sizes cost a third more time: only a PDF without bookmarks needs them (for headings).
-            collector = None if outline else LineCollector()
+            drawing = PageDrawing()  # where each piece of text stands: a tuple a piece, cheap
             try:
-                texts.append(page.extract_text(visitor_text=collector) or "")
+                text = page.extract_text(visitor_text=drawing) or ""
+                width = float(page.mediabox.width)
             except Exception as exc:
                 failed += 1
                 logger.warning("PDF page %d: text extraction failed: %s", number, first_line(exc))
-                texts.append("")
-            lines.append(collector.lines() if collector is not None else [])
+                text, width = "", 0.0
+            texts.append(column_text(drawing, width) or text)
+            # Type sizes matter only for a PDF without bookmarks (its headings).
+            lines.append(drawing.lines() if not outline else [])
         if failed == len(pages):
             raise LoadError("corrupt PDF: text extraction failed on every page")
         labels = _page_labels(reader)

@@ -44,8 +44,9 @@ LOADERS: dict[str, Loader] = {
         Loader("md", frozenset({".md", ".markdown"}), load_markdown),
         Loader("html", frozenset({".html", ".htm", ".xhtml"}), load_html),
         # 2: running headers and footers kept out of passages. 3: hyphenated words whole, ligatures as
-        # letters, printed page labels. 4: without bookmarks, lines in larger type are headings.
-        Loader("pdf", frozenset({".pdf"}), load_pdf, version=4),
+        # letters, printed page labels. 4: without bookmarks, lines in larger type are headings. 5: a page
+        # set in two columns read column by column.
+        Loader("pdf", frozenset({".pdf"}), load_pdf, version=5),
         Loader("docx", frozenset({".docx"}), load_docx),
         Loader("odt", frozenset({".odt"}), load_odt),
         Loader("epub", frozenset({".epub"}), load_epub),

@@ -683,3 +683,39 @@ def test_pdf_without_bookmarks_takes_its_headings_from_type_size(tmp_path: Path)
     # Offsets still index the text, and a document in one size has no headings.
     plain = load_file(_make_pdf(tmp_path / "plain.pdf", [["Just one size here.", "And another line."]]))
     assert not [b for b in plain.blocks if b.kind == HEADING]
+
+
+def _two_column_pdf(path: Path, left: list[str], right: list[str], *, right_x: float = 310) -> Path:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    pdf.setFont("Helvetica", 10)
+    pdf.drawString(50, 800, "The Frob Manual")
+    y = 760.0
+    for a, b in zip(left, right, strict=True):  # drawn row by row: pypdf alone reads across the columns
+        pdf.drawString(50, y, a)
+        pdf.drawString(right_x, y, b)
+        y -= 14
+    pdf.drawString(290, 40, "7")
+    pdf.showPage()
+    pdf.save()
+    return path
+
+
+def test_a_two_column_pdf_page_is_read_column_by_column(tmp_path: Path) -> None:
+    left = [f"left column sentence {n} runs on about the daemon and its" for n in range(12)]
+    right = [f"right column sentence {n} runs on about the client and" for n in range(12)]
+    text = load_file(_two_column_pdf(tmp_path / "two.pdf", left, right)).text
+    body = " ".join(text.split())
+    assert body.startswith("The Frob Manual left column") and body.endswith("client and 7")  # header, footer
+    assert body.index(left[-1]) < body.index(right[0])  # the whole left column, then the right one
+    assert all(body.index(a) < body.index(b) for a, b in itertools.pairwise(left + right))
+
+
+def test_a_two_column_table_stays_row_by_row(tmp_path: Path) -> None:
+    terms = [f"-{chr(97 + n)}" for n in range(12)]
+    descriptions = [f"turn on option {n} for every file read" for n in range(12)]
+    text = load_file(_two_column_pdf(tmp_path / "table.pdf", terms, descriptions)).text
+    body = " ".join(text.split())
+    assert all(f"{t} {d}" in body or f"{t}\n{d}" in text for t, d in zip(terms, descriptions, strict=True))
