@@ -111,7 +111,7 @@ def main() -> None:
         "benchmark": "ask",
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
-        "reader_model": reader_model,
+        "reader_model": DEFAULT_READER_MODEL if args.reader is None else reader_model,
         "retriever_model": settings.retriever_model,
         "files": len(report.outcomes),
         "chunks": chunks,

@@ -218,7 +218,7 @@ def run(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
         "root": str(root),
         "include": include,
         "exclude": exclude,
-        "questions_file": str(args.questions),
+        "questions_file": _shown(args.questions),
         "questions": len(asked),
         "questions_skipped": skipped,
         "settings": {k: v for k, v in settings.public_dict().items() if k not in INFRA_SETTINGS},
@@ -259,6 +259,13 @@ def calibration_summary(scored: list[tuple[float | None, bool]], min_score: floa
         "right_kept": round(100.0 * sum(r for _, r in shown) / max(right_total, 1), 1),
         "precision_shown": round(100.0 * sum(r for _, r in shown) / max(len(shown), 1), 1),
     }
+
+
+def _shown(path: Path) -> str:
+    """A path as a result file records it: relative to the repository when inside it."""
+    root = Path(__file__).resolve().parents[1]
+    resolved = path.resolve()
+    return str(resolved.relative_to(root)) if resolved.is_relative_to(root) else str(path)
 
 
 def main() -> None:
