@@ -148,6 +148,8 @@ class IngestJob:
         chunk_overlap: tokens shared by consecutive chunks.
         max_file_bytes: larger files are recorded as failed without being read.
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
+        share_store: give the embedded store back after each batch, so that other processes can use it
+            between batches (a command's ingest; a server or worker keeps it).
         follow_symlinks_out: follow symlinks that lead out of the folder being ingested (off: they are
             skipped and counted, so a link cannot pull in files from elsewhere).
         fold_similarity: a chunk whose cosine to a chunk indexed before it (or earlier in the same batch) is
@@ -164,6 +166,7 @@ class IngestJob:
         chunk_overlap: int = Settings.chunk_overlap,
         max_file_bytes: int | None = None,
         encode_group: int = 256,
+        share_store: bool = False,
         follow_symlinks_out: bool = Settings.follow_symlinks_out,
         fold_similarity: float = Settings.fold_similarity,
     ) -> None:
@@ -174,6 +177,7 @@ class IngestJob:
         self.chunk_overlap = chunk_overlap
         self.max_file_bytes = max_file_bytes
         self.encode_group = encode_group
+        self.share_store = share_store
         self.follow_symlinks_out = follow_symlinks_out
         self.fold_similarity = fold_similarity
         self._collection: str | None = None
@@ -258,8 +262,14 @@ class IngestJob:
                 for outcome in self._index(pending, report):
                     emit(outcome)
                 pending, pending_chunks = [], 0
+                # Between batches the embedded store is free: a question asked meanwhile gets in here, and
+                # sees every file committed so far (loading, cutting and embedding need no store).
+                if self.share_store:
+                    self.index.release()
         for outcome in self._index(pending, report):
             emit(outcome)
+        if self.share_store:
+            self.index.release()
         report.seconds = time.perf_counter() - started
         report.load_seconds = self._load_seconds - loaded_before
         return report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from spanqa.errors import SpanqaError
@@ -47,8 +48,19 @@ def require_data(settings: Settings) -> None:
 class Runtime:
     """The catalog, vector index, encoder and reader of one process, opened lazily and closed together."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        on_wait: Callable[[str], None] | None = None,
+        holds_store: bool = False,
+    ) -> None:
         self.settings = settings
+        #: Told when this process waits for the embedded store (another command holds it for a while).
+        self.on_wait = on_wait
+        #: A long-lived process that answers for the others (`spanqa serve`, a worker) keeps the store; a
+        #: command gives it back between the batches of an ingest, so that others can ask meanwhile.
+        self.holds_store = holds_store
         self._catalog: Catalog | None = None
         self._index: VectorIndex | None = None
         self._encoder: TextEncoder | None = None
@@ -108,16 +120,34 @@ class Runtime:
 
     @property
     def index(self) -> VectorIndex:
+        """The vector index, opened on first use; an embedded store held by another process is an error at
+        once (``wait_for_store`` waits for it instead)."""
         if self._index is None:
-            from spanqa.retriever.index import open_vector_index
-
-            s = self.settings
-            if s.qdrant_url is None:
-                s.data_dir.mkdir(parents=True, exist_ok=True)
-            self._index = open_vector_index(
-                path=s.qdrant_path, url=s.qdrant_url, api_key=s.qdrant_api_key, timeout=s.qdrant_timeout_s
-            )
+            self._index = self._open_index(wait_s=0.0)
         return self._index
+
+    def wait_for_store(self) -> VectorIndex:
+        """The vector index, waiting up to ``store_wait_s`` for a process that holds the embedded store (an
+        ingest gives it back between batches); ``on_wait`` is told when the wait lasts."""
+        if self._index is None:
+            self._index = self._open_index(wait_s=self.settings.store_wait_s)
+        return self._index
+
+    def _open_index(self, *, wait_s: float) -> VectorIndex:
+        from spanqa.retriever.index import open_vector_index
+
+        s = self.settings
+        if s.qdrant_url is None:
+            s.data_dir.mkdir(parents=True, exist_ok=True)
+        return open_vector_index(
+            path=s.qdrant_path,
+            url=s.qdrant_url,
+            api_key=s.qdrant_api_key,
+            timeout=s.qdrant_timeout_s,
+            wait_s=wait_s,
+            rewait_s=s.store_wait_s,
+            on_wait=self.on_wait,
+        )
 
     @property
     def encoder(self) -> TextEncoder:
@@ -210,6 +240,7 @@ class Runtime:
             max_file_bytes=int(s.max_file_mb * 1_000_000) if s.max_file_mb > 0 else None,
             follow_symlinks_out=s.follow_symlinks_out,
             fold_similarity=s.fold_similarity,
+            share_store=not self.holds_store,
         )
 
     def _configure_torch(self) -> None:

@@ -296,7 +296,9 @@ class StoreGateway:
                     logger.info("%s; asking the server at %s", exc, server[0])
                     self._server = ServerClient(self.runtime.settings, *server)
                 elif self.runtime.settings.broker_url is None:
-                    raise
+                    # Another command (an ingest gives the store back between batches): wait for it.
+                    self.runtime.wait_for_store()
+                    return False
                 else:
                     logger.info("%s; asking the worker", exc)
                 self.on_worker = True

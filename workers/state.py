@@ -20,7 +20,7 @@ class WorkerState:
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            self._runtime = Runtime(self.settings)
+            self._runtime = Runtime(self.settings, holds_store=True)
         return self._runtime
 
     def warm_up(self) -> None:

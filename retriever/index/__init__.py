@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from spanqa.retriever.index.base import (
@@ -46,6 +47,9 @@ def open_vector_index(
     url: str | None = None,
     api_key: str | None = None,
     timeout: float = 30.0,
+    wait_s: float = 0.0,
+    rewait_s: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> VectorIndex:
     """Open the configured vector index: a Qdrant server if ``url`` is given, else the Edge store at ``path``.
 
@@ -54,6 +58,9 @@ def open_vector_index(
         url: Qdrant server URL (wins over ``path``); ``:memory:`` for an in-process store.
         api_key: API key for the server.
         timeout: Server request timeout in seconds.
+        wait_s: how long the embedded store waits for another process that holds it (0: fail at once).
+        rewait_s: how long it waits when it takes the store again after ``release()`` (default: ``wait_s``).
+        on_wait: told once when that wait has lasted a second.
 
     Returns:
         An open VectorIndex; close it when done.
@@ -62,4 +69,4 @@ def open_vector_index(
         return ServerVectorIndex(url, api_key=api_key, timeout=timeout)
     if path is None:
         raise ValueError("open_vector_index needs a path (Qdrant Edge) or a url (Qdrant server)")
-    return EdgeVectorIndex(path)
+    return EdgeVectorIndex(path, wait_s=wait_s, rewait_s=rewait_s, on_wait=on_wait)

@@ -180,6 +180,11 @@ class VectorIndex(Protocol):
         """The collection ``alias`` points at, or None."""
         ...
 
+    def release(self) -> None:
+        """Let other processes use the store until this index is used again (the embedded store gives its
+        lock back and takes it again, waiting, at the next call); nothing to do for a server."""
+        ...
+
     def close(self) -> None:
         """Release the store (the embedded store's lock, a server's connections); safe to call twice."""
         ...

@@ -12,7 +12,8 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ from spanqa.retriever.lexical import SparseVector
 
 logger = logging.getLogger(__name__)
 
+#: A process that waits for the store says so after this many seconds, and tries again this often.
+WAIT_NOTICE_S, WAIT_POLL_S = 1.0, 0.1
 #: Lock file that makes an Edge store single-process; it lives in the store directory.
 EDGE_LOCK_FILE = ".spanqa-index.lock"
 #: The file Qdrant Edge writes into every shard directory; its presence means "collection exists".
@@ -58,11 +61,21 @@ class EdgeVectorIndex(ClosingIndex):
     ``close()``; open the index after forking, never before.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        wait_s: float = 0.0,
+        rewait_s: float | None = None,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
         """Open (creating if needed) the store directory and lock it.
 
         Args:
             path: The store directory.
+            wait_s: how long to wait for another process that holds the store (0: fail at once).
+            rewait_s: how long to wait when taking the store again after ``release()`` (default: wait_s).
+            on_wait: told, once, when the wait has lasted ``WAIT_NOTICE_S`` (what to show the user).
         """
         import qdrant_edge
 
@@ -73,13 +86,16 @@ class EdgeVectorIndex(ClosingIndex):
         self._lexical: dict[str, bool] = {}  # per collection: read once from its edge_config.json
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
+        self._closed = False
+        self.on_wait = on_wait
+        self.rewait_s = wait_s if rewait_s is None else rewait_s
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise VectorIndexError(
                 f"cannot create the vector store directory {self.path}: {exc.strerror or exc}"
             ) from exc
-        self._lock_fd = self._acquire_lock()
+        self._lock_fd = self._acquire_lock(wait_s)
         logger.debug("opened Qdrant Edge store at %s", self.path)
 
     # -- locking ------------------------------------------------------------------------------------------
@@ -92,7 +108,28 @@ class EdgeVectorIndex(ClosingIndex):
             "(or run a Qdrant server and set SPANQA_QDRANT_URL to share the index)"
         )
 
-    def _acquire_lock(self) -> int:
+    def _acquire_lock(self, wait_s: float) -> int:
+        """Take the exclusive store lock, waiting up to ``wait_s`` for a process that holds it (saying so
+        through ``on_wait`` after ``WAIT_NOTICE_S``); raise VectorIndexInUseError when it is still held."""
+        started = time.monotonic()
+        told = False
+        while True:
+            try:
+                return self._try_lock()
+            except VectorIndexInUseError as exc:
+                waited = time.monotonic() - started
+                if waited >= wait_s:
+                    if wait_s > 0:
+                        raise VectorIndexInUseError(f"{exc} (waited {wait_s:g} s: store_wait_s)") from None
+                    raise
+                if not told and waited >= WAIT_NOTICE_S and self.on_wait is not None:
+                    self.on_wait(
+                        f"waiting for the spanqa process that holds {self.path} (at most {wait_s:g} s)"
+                    )
+                    told = True
+                time.sleep(WAIT_POLL_S)
+
+    def _try_lock(self) -> int:
         """Take the exclusive store lock without blocking; raise VectorIndexError if it is held."""
         import fcntl
 
@@ -130,9 +167,13 @@ class EdgeVectorIndex(ClosingIndex):
     # -- shard management ---------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        """Raise VectorIndexError if close() was called."""
-        if self._lock_fd is None:
+        """Raise VectorIndexError if close() was called; take the store again after ``release()``."""
+        if self._closed:
             raise VectorIndexError(f"the vector store at {self.path} has been closed")
+        if self._lock_fd is None:
+            with self._mutex:
+                if self._lock_fd is None:
+                    self._lock_fd = self._acquire_lock(self.rewait_s)
 
     def _collection_dir(self, name: str) -> Path:
         """The shard directory of collection ``name``."""
@@ -466,8 +507,9 @@ class EdgeVectorIndex(ClosingIndex):
         except Exception as exc:
             raise self._edge_error(exc, name, "optimize") from None
 
-    def close(self) -> None:
-        """Flush and close every open collection and release the store lock; safe to call twice."""
+    def release(self) -> None:
+        """Flush and close every open collection and give the store lock back, so that another process can
+        use the store; the next call here takes it again (waiting up to ``wait_s``)."""
         with self._mutex:
             for name, shard in list(self._shards.items()):
                 try:
@@ -480,6 +522,12 @@ class EdgeVectorIndex(ClosingIndex):
             self._lexical.clear()
             self._dimensions.clear()
             self._release_lock()
+
+    def close(self) -> None:
+        """Flush and close every open collection and release the store lock; safe to call twice."""
+        with self._mutex:
+            self.release()
+            self._closed = True
 
     def __repr__(self) -> str:
         return f"EdgeVectorIndex({str(self.path)!r})"

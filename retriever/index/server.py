@@ -409,6 +409,9 @@ class ServerVectorIndex(ClosingIndex):
             if offset is None or not records:
                 return ids
 
+    def release(self) -> None:
+        """Nothing to give back: a server is shared by every process."""
+
     def close(self) -> None:
         """Close the client; safe to call twice."""
         with contextlib.suppress(Exception):

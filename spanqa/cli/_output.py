@@ -93,3 +93,8 @@ def passage_score(score: float, retrieval: str) -> str:
     """``fused 1.046``: a passage's retrieval score named for what it is (hybrid: the cosine and BM25 lists
     each min-max scaled to 0-1 over the hits, then summed with the BM25 weight, so 2.0 tops both lists)."""
     return f"{PASSAGE_SCORE_NAMES.get(retrieval, 'score')} {score:.3f}"
+
+
+def say_waiting(message: str) -> None:
+    """Tell the user this command waits (for the data folder's store, held by another command)."""
+    click.echo(f"{message}...", err=True)

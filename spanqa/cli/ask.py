@@ -9,7 +9,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option, path_glob_option
-from spanqa.cli._output import console, passage_score, print_json, shorten, where
+from spanqa.cli._output import console, passage_score, print_json, say_waiting, shorten, where
 from spanqa.records import ask_record, confidence, search_record
 from spanqa.runtime import Runtime, require_data
 from spanqa.types import AskOptions, SearchOptions
@@ -57,7 +57,7 @@ def search(ctx: click.Context, query: str, top_k: int | None, path_glob: str | N
         raise UserError("the query is empty")
     settings = settings_from(ctx)
     require_data(settings)
-    with Runtime(settings) as runtime:
+    with Runtime(settings, on_wait=say_waiting) as runtime:
         result = StoreGateway(runtime).search(query, SearchOptions(top_k=top_k, path_glob=path_glob))
     if as_json:
         print_json(search_record(query, result))
@@ -131,7 +131,7 @@ def ask(
     require_data(settings)
     threshold = settings.min_score if min_score is None else min_score
     options = AskOptions(passages=passages, answers=answers, min_score=min_score, path_glob=path_glob)
-    with Runtime(settings) as runtime:
+    with Runtime(settings, on_wait=say_waiting) as runtime:
         runtime.preload_models()  # the models load while the catalog and pipeline are imported
         from spanqa.workers.client import StoreGateway
 

@@ -10,7 +10,7 @@ import click
 
 from spanqa.cli._errors import EXIT_FAILED_FILES, UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
-from spanqa.cli._output import console, print_json, shorten
+from spanqa.cli._output import console, print_json, say_waiting, shorten
 from spanqa.records import document_detail, document_dict
 from spanqa.runtime import Runtime, require_data
 
@@ -99,7 +99,7 @@ def docs_remove(ctx: click.Context, references: tuple[str, ...]) -> None:
     settings = settings_from(ctx)
     require_data(settings)
     already = 0
-    with Runtime(settings) as runtime:
+    with Runtime(settings, on_wait=say_waiting) as runtime:
         from spanqa.workers.client import StoreGateway
 
         targets = [one_document(runtime.catalog, ref) for ref in references]

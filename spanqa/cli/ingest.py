@@ -9,7 +9,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
-from spanqa.cli._output import console, print_json, progress_bar
+from spanqa.cli._output import console, print_json, progress_bar, say_waiting
 from spanqa.records import job_dict
 from spanqa.runtime import Runtime
 
@@ -57,7 +57,7 @@ def ingest(
         job = enqueue_ingest(settings, _absolute(paths), prune=prune, include=include, exclude=exclude)
         print_queued(job, as_json=as_json)
         return
-    with Runtime(settings) as runtime:
+    with Runtime(settings, on_wait=say_waiting) as runtime:
         from spanqa.workers.client import StoreGateway
 
         gateway = StoreGateway(runtime)
@@ -221,7 +221,7 @@ def reindex(ctx: click.Context, retriever_model: str | None, background: bool, a
 
         print_queued(enqueue_reindex(settings, settings.retriever_model), as_json=as_json)
         return
-    with Runtime(settings) as runtime:
+    with Runtime(settings, on_wait=say_waiting) as runtime:
         report = run_reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
     data = {
         "previous": report.previous.collection if report.previous else None,

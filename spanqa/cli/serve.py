@@ -35,7 +35,7 @@ def serve(ctx: click.Context, host: str, port: int, log_level: str) -> None:
     settings = settings_from(ctx)
     check_bind(host, settings)
     listening = _listen(host, port)
-    with Runtime(settings) as runtime, listening:
+    with Runtime(settings, holds_store=True) as runtime, listening:
         runtime.index  # noqa: B018 - opening the store now: "in use" is a one-line error, not a server crash
         token = secrets.token_urlsafe(32)
         app = create_app(runtime, internal_token=token)

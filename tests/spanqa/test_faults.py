@@ -384,3 +384,77 @@ def test_the_cli_asks_ingests_and_removes_through_a_running_server_on_the_same_f
         server.wait(timeout=60)
     assert not settings.server_file.exists()  # the address goes with the server
     _consistent(settings)
+
+
+def test_ask_and_remove_work_while_a_big_folder_ingests(
+    settings: Settings, spanqa_env: dict[str, str], tmp_path: Path
+) -> None:
+    before = tmp_path / "before"
+    before.mkdir()
+    (before / "kept.txt").write_text("Warsaw is the capital of Poland. It lies on the Vistula river.")
+    (before / "gone.txt").write_text("Oslo is the capital of Norway. It lies on a fjord. " * 3)
+    assert _spanqa(spanqa_env, "ingest", str(before)).returncode == 0
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(150):  # long enough to ask and remove while it runs, on a fast machine too
+        (docs / f"part{i:03d}.txt").write_text(f"Part {i}. " + SENTENCE * 80)
+    env = {**spanqa_env, "SPANQA_STORE_WAIT_S": "60"}
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "spanqa.cli", "ingest", str(docs)],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    asked_meanwhile, removed = 0, None
+    try:
+        while ingest.poll() is None:
+            # A question while the ingest runs: answered from what is committed so far, never refused.
+            asked = _spanqa(env, "ask", "What is the capital of Poland?", "--json", "--min-score", "0")
+            assert asked.returncode == 0, asked.stderr
+            running = ingest.poll() is None
+            asked_meanwhile += running
+            with Catalog(settings.catalog_url) as catalog:
+                for answer in json.loads(asked.stdout)["answers"]:
+                    document = catalog.get_document(answer["document_id"])
+                    assert document is not None
+                    assert document.text[answer["char_start"] : answer["char_end"]] == answer["text"]
+            if removed is None and running:
+                removed = _spanqa(env, "docs", "remove", str(before / "gone.txt"))
+                assert removed.returncode == 0, removed.stderr
+        output, errors = ingest.communicate(timeout=300)
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+    assert ingest.returncode == 0, errors
+    assert asked_meanwhile >= 1 and removed is not None  # the checks above ran while the ingest did
+    assert "150 new" in output
+    _consistent(settings)
+    doctor = _spanqa(env, "doctor", "--json")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    with Catalog(settings.catalog_url) as catalog:
+        indexed = {Path(d.path).name for d in catalog.list_documents(status=DocumentStatus.INDEXED)}
+    assert "gone.txt" not in indexed and {"kept.txt", "part000.txt", "part149.txt"} <= indexed
+
+
+def test_two_ingests_of_one_folder_take_turns(
+    settings: Settings, spanqa_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"part{i:02d}.txt").write_text(f"Part {i}. " + SENTENCE * 80)
+    env = {**os.environ, **spanqa_env, "SPANQA_STORE_WAIT_S": "120"}
+    command = [sys.executable, "-m", "spanqa.cli", "ingest", str(docs), "--json"]
+    both = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+    both.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    reports = []
+    for process in both:
+        output, errors = process.communicate(timeout=300)
+        assert process.returncode == 0, errors
+        reports.append(json.loads(output)["summary"])
+    # Each file is indexed once, by either run; nothing is half indexed or duplicated.
+    assert sum(r["new"] + r["changed"] for r in reports) >= 40 and all(r["failed"] == 0 for r in reports)
+    _consistent(settings)
+    with Catalog(settings.catalog_url) as catalog:
+        assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 40

@@ -122,6 +122,7 @@ def test_background_ingest_through_a_worker_is_idempotent(
         # The worker owns the embedded store: a command that must open it is told so at once, in one line.
         started = time.time()
         inline_env = {k: v for k, v in worker_env.items() if k != "SPANQA_BROKER_URL"}
+        inline_env["SPANQA_STORE_WAIT_S"] = "1"  # a worker never gives the store back: waiting is in vain
         result = CliRunner().invoke(main, ["search", "Broncos"], env=inline_env)
         assert result.exit_code == 2 and "in use by another spanqa process" in result.output
         assert len(result.output.strip().splitlines()) == 1 and time.time() - started < 30
