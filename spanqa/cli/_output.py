@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,16 +37,15 @@ def progress_bar(
     label: str,
     *,
     fields: Sequence[str] = (),
-    remaining: bool = False,
     disable: bool = False,
     transient: bool = True,
 ) -> Progress:
-    """A progress bar on stderr: label, bar, done/total, ``fields``, then elapsed (or remaining) time.
+    """A progress bar on stderr: label, bar, done/total, ``fields``, the time elapsed and the time left (once
+    a total and a rate are known).
 
     Args:
         label: rich markup shown first (``{task.description}`` shows the task's description).
         fields: more columns, rich templates such as ``"{task.fields[chunks]} chunks"``.
-        remaining: show the time left instead of the time elapsed.
         disable: no bar (JSON output, or nothing to show); a bar is off anyway when stderr is no terminal.
         transient: clear the bar when done.
     """
@@ -64,7 +64,9 @@ def progress_bar(
         BarColumn(),
         MofNCompleteColumn(),
         *(TextColumn(field) for field in fields),
-        TimeRemainingColumn() if remaining else TimeElapsedColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
     )
     return Progress(*columns, console=out, transient=transient, disable=disable or not out.is_terminal)
 
@@ -98,3 +100,31 @@ def passage_score(score: float, retrieval: str) -> str:
 def say_waiting(message: str) -> None:
     """Tell the user this command waits (for the data folder's store, held by another command)."""
     click.echo(f"{message}...", err=True)
+
+
+class ProgressLines:
+    """Progress as JSON lines on stderr for scripts (``--json``): what a bar shows, at most one line every
+    ``every_s`` seconds and always the last.
+
+    Args:
+        step: what is being done ("ingest", "ask", ...).
+        every_s: the least time between two lines.
+    """
+
+    def __init__(self, step: str, *, every_s: float = 1.0) -> None:
+        self.step = step
+        self.every_s = every_s
+        self._started = time.monotonic()
+        self._last = float("-inf")
+
+    def update(self, done: int, total: int | None, **fields: Any) -> None:
+        """Report ``done`` of ``total`` (None: not known) with more ``fields`` (numbers, words)."""
+        now = time.monotonic()
+        if now - self._last < self.every_s and done != total:
+            return
+        self._last = now
+        elapsed = now - self._started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = round((total - done) / rate, 1) if total is not None and rate > 0 else None
+        line = {"progress": self.step, "done": done, "total": total, "elapsed_s": round(elapsed, 1)}
+        click.echo(json.dumps({**line, "eta_s": eta, **fields}), err=True)

@@ -10,7 +10,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
-from spanqa.cli._output import console, print_json, progress_bar
+from spanqa.cli._output import ProgressLines, console, print_json, progress_bar
 from spanqa.runtime import Runtime
 
 #: One spelling of --passages for every evaluation.
@@ -72,12 +72,23 @@ def eval_squad(
     eval_settings = settings.replace(data_dir=work, model_cache_dir=settings.model_cache)
     with (
         Runtime(eval_settings) as runtime,
-        progress_bar("{task.description}", remaining=True, disable=as_json) as progress,
+        progress_bar("{task.description}", disable=as_json) as progress,
     ):
         task = progress.add_task("prepare", total=None)
+        lines = ProgressLines("prepare") if as_json else None
+        done, stage_total = 0, None
 
         def on_stage(name: str, total: int) -> None:
+            nonlocal lines, done, stage_total
             progress.update(task, description=name, total=total if name == "ask" else None, completed=0)
+            lines, done, stage_total = (ProgressLines(name) if as_json else None), 0, total
+
+        def on_progress(n: int) -> None:
+            nonlocal done
+            progress.advance(task, n)
+            done += n
+            if lines is not None:
+                lines.update(done, stage_total)
 
         report = evaluate_squad(
             runtime,
@@ -87,7 +98,7 @@ def eval_squad(
             passages=passages,
             unanswerable=unanswerable,
             on_stage=on_stage,
-            on_progress=lambda n: progress.advance(task, n),
+            on_progress=on_progress,
         )
     metrics_file, questions_file = write_report(report, out)
     if as_json:
@@ -160,18 +171,22 @@ def eval_docs(
         raise UserError(f"no spanqa data folder at {settings.data_dir}: ingest your documents first")
     with (
         Runtime(settings) as runtime,
-        progress_bar("asking", remaining=True, disable=as_json) as progress,
+        progress_bar("asking", disable=as_json) as progress,
     ):
         if runtime.catalog.counts()["chunks"] == 0:
             raise UserError("nothing is indexed: `spanqa ingest` your documents first")
         task = progress.add_task("asking", total=len(asked))
-        report = evaluate_docs(
-            runtime,
-            asked,
-            passages=passages,
-            source=questions,
-            on_progress=lambda n: progress.advance(task, n),
-        )
+        lines = ProgressLines("ask") if as_json else None
+        done = 0
+
+        def on_progress(n: int) -> None:
+            nonlocal done
+            progress.advance(task, n)
+            done += n
+            if lines is not None:
+                lines.update(done, len(asked))
+
+        report = evaluate_docs(runtime, asked, passages=passages, source=questions, on_progress=on_progress)
     if out_dir:
         out = Path(out_dir)
         metrics_file, questions_file = write_report(report, out)

@@ -9,7 +9,7 @@ import click
 
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
-from spanqa.cli._output import console, print_json, progress_bar, say_waiting
+from spanqa.cli._output import ProgressLines, console, print_json, progress_bar, say_waiting
 from spanqa.records import job_dict
 from spanqa.runtime import Runtime
 
@@ -107,6 +107,7 @@ def _run_on_server(
     if not quiet:
         click.echo(f"ingesting through the spanqa server at {server.url} (it holds the store)", err=True)
     fields = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
+    lines = ProgressLines("ingest") if quiet else None
     with progress_bar("ingest", fields=fields, disable=quiet) as progress:
         task = progress.add_task("ingest", total=None, chunks=0, rate=0.0)
         for event in server.stream(INTERNAL_INGEST, payload):
@@ -119,6 +120,9 @@ def _run_on_server(
                 elapsed = max((progress.tasks[0].elapsed or 0.0) - event["load_seconds"], 1e-9)
                 rate = event["chunks_done"] / elapsed
                 progress.update(task, completed=event["files_done"], chunks=event["chunks_done"], rate=rate)
+                if lines is not None:
+                    done, total = event["files_done"], event["files_total"]
+                    lines.update(done, total, chunks=event["chunks_done"], chunks_per_s=round(rate, 1))
             elif kind == "error":
                 raise UserError(event["error"])
             elif kind == "report":
@@ -156,14 +160,18 @@ def _run_with_progress(
     job: IngestJob, paths: Any, prune: bool, include: Any, exclude: Any, total: int, *, quiet: bool
 ) -> IngestReport:
     fields = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
+    lines = ProgressLines("ingest") if quiet else None
     with progress_bar("ingest", fields=fields, disable=quiet or total == 0) as progress:
         task = progress.add_task("ingest", total=total, chunks=0, rate=0.0)
 
         def on_progress(event: Any) -> None:
             elapsed = max((progress.tasks[0].elapsed or 0.0) - event.load_seconds, 1e-9)
-            progress.update(
-                task, completed=event.files_done, chunks=event.chunks_done, rate=event.chunks_done / elapsed
-            )
+            rate = event.chunks_done / elapsed
+            progress.update(task, completed=event.files_done, chunks=event.chunks_done, rate=rate)
+            if lines is not None:
+                lines.update(
+                    event.files_done, event.files_total, chunks=event.chunks_done, chunks_per_s=round(rate, 1)
+                )
 
         return job.run(paths, prune=prune, include=include, exclude=exclude, on_progress=on_progress)
 

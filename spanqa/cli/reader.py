@@ -146,7 +146,7 @@ def reader_train(ctx: click.Context, **options: Any) -> None:
         device=options["device"],
     )
     fields = ("steps · loss {task.fields[loss]:.3f} · {task.fields[rate]:.1f} windows/s",)
-    with progress_bar("train", fields=fields, remaining=True, transient=False) as progress:
+    with progress_bar("train", fields=fields, transient=False) as progress:
         if progress.disable:
             # Runs last hours under nohup or a scheduler: without a bar, step lines are the only sign of life.
             logging.getLogger("spanqa.reader.training").setLevel(logging.INFO)

@@ -365,3 +365,17 @@ def test_skipped_files_are_named_in_json_and_with_v(cli: tuple[CliRunner, dict[s
     assert quiet.exit_code == 0 and "photo.png" not in quiet.output and "-v names them" in quiet.output
     loud = invoke(cli, "-v", "ingest", str(docs))
     assert "skipped" in loud.output and "photo.png: not text" in loud.output
+
+
+def test_json_output_reports_progress_as_json_lines_on_stderr(
+    cli: tuple[CliRunner, dict[str, str], Path],
+) -> None:
+    _, _, docs = cli
+    result = invoke(cli, "ingest", str(docs), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)  # stdout holds the report alone
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert lines and all(line["progress"] == "ingest" for line in lines)
+    last = lines[-1]
+    assert last["done"] == last["total"] == report["summary"]["new"] and last["eta_s"] == 0.0
+    assert {"elapsed_s", "chunks", "chunks_per_s"} <= set(last)
