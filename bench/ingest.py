@@ -73,6 +73,8 @@ def main() -> None:
         "chunks": chunks,
         "chunk_tokens": args.chunk_tokens,
         "ingest_seconds": round(ingest_seconds, 1),
+        # Where the time went (the rest: walking, hashing bookkeeping, progress).
+        "stage_seconds": {stage: round(t, 1) for stage, t in sorted(report.stage_seconds.items())},
         "ingest_chunks_per_s": round(chunks / ingest_seconds, 1),
         "search_total": summarize_ms(totals),
         "search_encode": summarize_ms(encodes),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ class IngestReport:
     skipped_files: list[SkippedFile] = field(default_factory=list)
     #: Of ``seconds``, the time spent loading the encoder (not ingest work: rates leave it out).
     load_seconds: float = 0.0
+    #: Where the time went, by stage: read (hashing files), load (text out of files), chunk, encode,
+    #: fold (near-duplicates), sparse (BM25 terms), store (the vector store), catalog.
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def chunks_per_second(self) -> float:
@@ -98,6 +102,7 @@ class IngestReport:
             "orphans_removed": self.orphans_removed,
             "skipped": dict(self.skipped),
             "skipped_files": [dataclasses.asdict(f) for f in self.skipped_files],
+            "stage_seconds": {stage: round(t, 3) for stage, t in self.stage_seconds.items()},
             "files": [dataclasses.asdict(o) for o in self.outcomes],
         }
 
@@ -112,6 +117,7 @@ class IngestReport:
             skipped={str(k): int(v) for k, v in data["skipped"].items()},
             skipped_files=[SkippedFile(**f) for f in data["skipped_files"]],
             load_seconds=float(data["model_load_seconds"]),
+            stage_seconds={str(k): float(v) for k, v in data.get("stage_seconds", {}).items()},
         )
 
 
@@ -185,6 +191,7 @@ class IngestJob:
         self.skipped: Counter[str] = Counter()
         self.skipped_files: list[SkippedFile] = []
         self._load_seconds = 0.0
+        self._stages: dict[str, float] = {}
         self._encoder_ready = False
 
     # The run -----------------------------------------------------------------------------------------
@@ -235,6 +242,7 @@ class IngestJob:
         if active is not None:
             check_model(active, self.encoder.model_name, self.encoder.pooling)
         report = IngestReport()
+        self._stages.clear()
         loaded_before = self._load_seconds
         report.orphans_removed = self.remove_orphans()
         pending: list[_Prepared] = []
@@ -272,6 +280,7 @@ class IngestJob:
             self.index.release()
         report.seconds = time.perf_counter() - started
         report.load_seconds = self._load_seconds - loaded_before
+        report.stage_seconds = dict(self._stages)
         return report
 
     def discover(
@@ -333,7 +342,8 @@ class IngestJob:
             )
             return self._fail(item, reason, size=stat.st_size, mtime=stat.st_mtime)
         try:
-            digest = _sha256(item.path)
+            with self._stage("read"):
+                digest = _sha256(item.path)
         except OSError as exc:
             return self._fail(item, _os_reason(exc), size=stat.st_size, mtime=stat.st_mtime)
         existing = self.catalog.get_document_by_path(path)
@@ -352,7 +362,8 @@ class IngestJob:
         ):
             return FileOutcome(path, UNCHANGED, existing.num_chunks)
         try:
-            loaded = load_file(item.path, max_bytes=self.max_file_bytes)
+            with self._stage("load"):
+                loaded = load_file(item.path, max_bytes=self.max_file_bytes)
         except NotADocument as exc:
             return self._skip(item, str(exc), existing)
         except LoadError as exc:
@@ -360,14 +371,15 @@ class IngestJob:
         document_id = document_id_for(path)
         page_starts = [(p.number, p.char_start) for p in loaded.pages]
         self._warm_up_encoder()  # its tokenizer cuts the chunks
-        spans = chunk_blocks(
-            loaded.text,
-            loaded.blocks,
-            self.encoder.tokenizer,
-            chunk_tokens=self.chunk_tokens,
-            overlap_tokens=self.chunk_overlap,
-            page_starts=page_starts,
-        )
+        with self._stage("chunk"):
+            spans = chunk_blocks(
+                loaded.text,
+                loaded.blocks,
+                self.encoder.tokenizer,
+                chunk_tokens=self.chunk_tokens,
+                overlap_tokens=self.chunk_overlap,
+                page_starts=page_starts,
+            )
         if not spans and not loaded.blocks:
             return self._fail(item, "no text found", size=stat.st_size, mtime=stat.st_mtime)
         # A page of nothing but headings and links (a table of contents, a back-of-book index) is indexed
@@ -414,27 +426,43 @@ class IngestJob:
             return []
         collection = self.active_collection()
         chunks = [c for p in batch for c in p.chunks]
-        vectors = np.asarray(self.encoder.encode([c.search_text for c in chunks]), dtype=np.float32)
-        folds = iter(fold_labels(self.index, self.catalog, collection, chunks, vectors, self.fold_similarity))
+        with self._stage("encode"):
+            vectors = np.asarray(self.encoder.encode([c.search_text for c in chunks]), dtype=np.float32)
+        with self._stage("fold"):
+            labels = fold_labels(self.index, self.catalog, collection, chunks, vectors, self.fold_similarity)
+        folds = iter(labels)
         outcomes: list[FileOutcome] = []
         row = 0
         for prepared in batch:
             doc = prepared.document
             prepared.chunks = [dataclasses.replace(chunk, fold=next(folds)) for chunk in prepared.chunks]
-            points = [
-                make_point(chunk, doc.path, vectors[row + i]) for i, chunk in enumerate(prepared.chunks)
-            ]
+            with self._stage("sparse"):
+                points = [
+                    make_point(chunk, doc.path, vectors[row + i]) for i, chunk in enumerate(prepared.chunks)
+                ]
             row += len(prepared.chunks)
             # New points first, then the catalog, then the stale points: a crash in between leaves either the
             # old version answerable or orphan points that the next run's remove_orphans() drops.
-            self.index.upsert(collection, points)
-            self.catalog.save_indexed(doc, prepared.chunks)
+            with self._stage("store"):
+                self.index.upsert(collection, points)
+            with self._stage("catalog"):
+                self.catalog.save_indexed(doc, prepared.chunks)
             stale = prepared.old_chunk_ids - {c.id for c in prepared.chunks}
             if stale:
-                self.index.delete_points(collection, sorted(stale))
+                with self._stage("store"):
+                    self.index.delete_points(collection, sorted(stale))
             report.chunks_embedded += len(prepared.chunks)
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
+
+    @contextlib.contextmanager
+    def _stage(self, name: str) -> Iterator[None]:
+        """Count the time the block takes under stage ``name`` of this run."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._stages[name] = self._stages.get(name, 0.0) + time.perf_counter() - started
 
     def _skip(self, item: FoundFile, reason: str, existing: Document | None) -> FileOutcome:
         """A file with nothing to index: counted under its reason; a version indexed before is dropped."""

@@ -18,6 +18,7 @@ from spanqa.ingest.job import (
     SKIPPED,
     UNCHANGED,
     IngestJob,
+    IngestReport,
     PathNotFoundError,
 )
 from spanqa.ingest.model_check import ModelMismatchError
@@ -129,6 +130,11 @@ def test_ingest_a_folder_then_nothing_to_do(env: Env) -> None:
     report = env.job.run([env.docs])
     assert report.summary()["new"] == 3 and report.exit_code == 0
     assert report.chunks_embedded == env.catalog.counts()["chunks"] > 3
+    # Where the time went, stage by stage, within the run's time.
+    stages = report.stage_seconds
+    assert {"read", "load", "chunk", "encode", "fold", "sparse", "store", "catalog"} <= set(stages)
+    assert all(t >= 0 for t in stages.values()) and sum(stages.values()) <= report.seconds
+    assert IngestReport.from_dict(report.to_dict()).stage_seconds.keys() == stages.keys()
     env.assert_consistent()
     doc = env.catalog.get_document_by_path(str(env.docs / "sub/photo.html"))
     assert doc is not None and doc.relative_path == "sub/photo.html" and doc.format == "html"
