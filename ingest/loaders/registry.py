@@ -47,7 +47,8 @@ LOADERS: dict[str, Loader] = {
         # letters, printed page labels. 4: without bookmarks, lines in larger type are headings. 5: a page
         # set in two columns read column by column.
         Loader("pdf", frozenset({".pdf"}), load_pdf, version=5),
-        Loader("docx", frozenset({".docx"}), load_docx),
+        # 2: pages, where the file records its page breaks.
+        Loader("docx", frozenset({".docx"}), load_docx, version=2),
         Loader("odt", frozenset({".odt"}), load_odt),
         Loader("epub", frozenset({".epub"}), load_epub),
         # Found by content (man or mdoc source) or by name (ls.1.gz): section numbers are no extensions.

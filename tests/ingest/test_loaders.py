@@ -719,3 +719,30 @@ def test_a_two_column_table_stays_row_by_row(tmp_path: Path) -> None:
     text = load_file(_two_column_pdf(tmp_path / "table.pdf", terms, descriptions)).text
     body = " ".join(text.split())
     assert all(f"{t} {d}" in body or f"{t}\n{d}" in text for t, d in zip(terms, descriptions, strict=True))
+
+
+def test_docx_pages_from_its_page_breaks(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Setup", level=1)
+    document.add_paragraph("The daemon listens on port 8080 by default.")
+    document.add_page_break()
+    document.add_paragraph("Logs rotate every 7 days.")
+    document.add_page_break()
+    document.add_paragraph("Backups run at 02:00.")
+    path = tmp_path / "manual.docx"
+    document.save(str(path))
+    loaded = load_file(path)
+    _assert_pages_consistent(loaded)
+    assert [p.number for p in loaded.pages] == [1, 2, 3]
+    for answer, page in (("8080", 1), ("7 days", 2), ("02:00", 3)):
+        start = loaded.text.index(answer)
+        assert next(p.number for p in loaded.pages if p.char_start <= start < p.char_end) == page
+    # Where Word recorded its own layout, those breaks count (they follow the typed ones too).
+    from docx.oxml import OxmlElement
+
+    runs = document.paragraphs[-1].runs
+    runs[0]._r.insert(0, OxmlElement("w:lastRenderedPageBreak"))
+    document.save(str(path))
+    assert [p.number for p in load_file(path).pages] == [1, 2]

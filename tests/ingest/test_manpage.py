@@ -173,6 +173,6 @@ def test_ingest_a_man_folder_end_to_end(spanqa_env: dict[str, str], tmp_path: Pa
     result = runner.invoke(main, ["ingest", str(man1), "--json"], env=spanqa_env)
     # The .so page is an alias: skipped under its reason, not a failure (the run exits 0).
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["skipped"]["a link to another man page"] == 1
+    assert json.loads(result.stdout)["skipped"]["a link to another man page"] == 1
     found = runner.invoke(main, ["search", "frobnicate files", "--json"], env=spanqa_env)
     assert found.exit_code == 0 and "frob.1.gz" in found.output

@@ -53,7 +53,7 @@ def test_cli_reader_eval_tabulates_thresholds_from_one_pass(tiny_qa_bert_dir: Pa
     args = ["reader", "eval", "--data", str(FIXTURE), "--model", str(tiny_qa_bert_dir), "--limit", "8"]
     result = CliRunner().invoke(main, [*args, "--thresholds", "none,-1e9,0,1e9", "--json"], env=env)
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     table = metrics["threshold_table"]
     assert [row["threshold"] for row in table] == [None, -1e9, 0.0, 1e9]
     # v1.1 without --threshold never abstains: the "never" row is the headline result.

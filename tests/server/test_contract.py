@@ -64,11 +64,11 @@ def test_cli_http_and_worker_records_follow_the_schema(
     ask_schema, search_schema = _schema("ask"), _schema("search")
     asked = runner.invoke(main, ["ask", "Who won the game?", "--json", "--min-score", "0"], env=spanqa_env)
     assert asked.exit_code == 0, asked.output
-    jsonschema.validate(json.loads(asked.output), ask_schema)
+    jsonschema.validate(json.loads(asked.stdout), ask_schema)
     found = runner.invoke(main, ["search", "Broncos", "--json"], env=spanqa_env)
-    jsonschema.validate(json.loads(found.output), search_schema)
+    jsonschema.validate(json.loads(found.stdout), search_schema)
     # The default number of passages has one owner: the search_top_k setting.
-    assert len(json.loads(found.output)["passages"]) <= settings.search_top_k
+    assert len(json.loads(found.stdout)["passages"]) <= settings.search_top_k
     with Runtime(settings) as runtime:
         with TestClient(create_app(runtime), base_url="http://127.0.0.1") as client:
             response = client.post("/ask", json={"question": "Who won the game?", "min_score": 0})

@@ -37,7 +37,7 @@ def test_ingest_search_status_docs(cli: tuple[CliRunner, dict[str, str], Path]) 
     docs = cli[2]
     result = invoke(cli, "ingest", str(docs), "--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["summary"]["new"] == 2 and report["chunks_embedded"] > 0
 
     result = invoke(cli, "ingest", str(docs))
@@ -45,14 +45,14 @@ def test_ingest_search_status_docs(cli: tuple[CliRunner, dict[str, str], Path]) 
 
     result = invoke(cli, "search", "Who won the game?", "-k", "3", "--json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert 1 <= len(data["passages"]) <= 3
     scores = [p["score"] for p in data["passages"]]
     assert scores == sorted(scores, reverse=True)
     for p in data["passages"]:
         assert Path(p["path"]).name in DOCS and p["char_end"] > p["char_start"]
     result = invoke(cli, "search", "Poland", "--path", "*.md", "--json")
-    assert {Path(p["path"]).name for p in json.loads(result.output)["passages"]} == {"warsaw.md"}
+    assert {Path(p["path"]).name for p in json.loads(result.stdout)["passages"]} == {"warsaw.md"}
     # For people, each passage's score says what it is (hybrid retrieval: the fused score).
     shown = invoke(cli, "search", "Who won the game?", "-k", "2").output
     assert re.search(r"^1\. fused \d\.\d{3}  ", shown, re.MULTILINE), shown
@@ -76,15 +76,15 @@ def test_ask_prints_answers_with_exact_offsets(cli: tuple[CliRunner, dict[str, s
     invoke(cli, "ingest", str(cli[2]))
     result = invoke(cli, "ask", "Who won the game?", "--json", "-k", "2", "--passages", "3")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert set(data["timings_ms"]) >= {"encode", "search", "read"}
     assert len(data["passages"]) <= 3
     for answer in data["answers"]:
         # The indexed text, not the raw file: loading turns a markdown heading "# Warsaw" into "Warsaw".
         shown = invoke(cli, "docs", "show", answer["document_id"], "--json", "--text")
-        document_text = json.loads(shown.output)["text"]
+        document_text = json.loads(shown.stdout)["text"]
         assert answer["text"] and document_text[answer["char_start"] : answer["char_end"]] == answer["text"]
-        assert Path(json.loads(shown.output)["path"]).name == Path(answer["path"]).name
+        assert Path(json.loads(shown.stdout)["path"]).name == Path(answer["path"]).name
         assert 0 <= answer["score"] <= 1 and 0 <= answer["relative_score"] <= 1
         assert isinstance(answer["reader_score"], float)
     # --min-score hides answers less likely than it: at 1.0 (no answer is certain) nothing is left.
@@ -181,7 +181,7 @@ def test_status_never_prints_secrets(cli: tuple[CliRunner, dict[str, str], Path]
     result = runner.invoke(main, ["status", "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert "hunter2" not in result.output and "s3cr3t" not in result.output
-    assert "qdrant.example" in json.loads(result.output)["vector_store"]
+    assert "qdrant.example" in json.loads(result.stdout)["vector_store"]
 
 
 def test_bad_setting_is_a_one_line_error(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
@@ -193,12 +193,12 @@ def test_bad_setting_is_a_one_line_error(cli: tuple[CliRunner, dict[str, str], P
 def test_db_upgrade_and_doctor(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
     result = invoke(cli, "db", "upgrade", "--json")
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     assert data["from"] is None and data["to"] == data["head"]
     assert "up to date" in invoke(cli, "db", "upgrade").output
     invoke(cli, "ingest", str(cli[2]))
     result = invoke(cli, "doctor", "--json")
-    assert result.exit_code == 0 and json.loads(result.output) == {
+    assert result.exit_code == 0 and json.loads(result.stdout) == {
         "orphans_removed": 0,
         "missing_restored": 0,
     }
@@ -234,7 +234,7 @@ def test_reading_commands_never_create_a_data_folder(cli: tuple[CliRunner, dict[
             and str(missing) in result.output
         )
     status = runner.invoke(main, ["--data-dir", str(missing), "status", "--json"], env=env)
-    assert status.exit_code == 0 and json.loads(status.output)["chunks"] == 0
+    assert status.exit_code == 0 and json.loads(status.stdout)["chunks"] == 0
     assert not missing.exists() and not missing.parent.exists()
 
 
@@ -244,13 +244,13 @@ def test_config_shows_every_setting_and_where_it_came_from(
     runner, env, _ = cli
     result = runner.invoke(main, ["config", "--json"], env={**env, "SPANQA_QDRANT_API_KEY": "s3cret"})
     assert result.exit_code == 0, result.output
-    shown = json.loads(result.output)
+    shown = json.loads(result.stdout)
     assert set(shown) == set(setting_names())
     assert shown["passages"] == {"value": 10, "source": "default"}
     assert shown["data_dir"]["source"] == "env SPANQA_DATA_DIR"
     assert shown["qdrant_api_key"]["value"] == "***" and "s3cret" not in result.output
     flagged = runner.invoke(main, ["--data-dir", "/tmp/x", "config", "--json"], env=env)
-    assert json.loads(flagged.output)["data_dir"] == {"value": "/tmp/x", "source": "option"}
+    assert json.loads(flagged.stdout)["data_dir"] == {"value": "/tmp/x", "source": "option"}
     # Unset values show what is in use; a URL's password never shows.
     unset: dict[str, str | None] = {**env, "SPANQA_DATABASE_URL": None, "SPANQA_MODEL_CACHE_DIR": None}
     in_use = json.loads(runner.invoke(main, ["--data-dir", "/tmp/x", "config", "--json"], env=unset).output)
@@ -260,7 +260,7 @@ def test_config_shows_every_setting_and_where_it_came_from(
     masked = runner.invoke(main, ["config", "--json"], env={**env, "SPANQA_DATABASE_URL": url})
     assert "pa55word" not in masked.output
     assert (
-        json.loads(masked.output)["database_url"]["value"]
+        json.loads(masked.stdout)["database_url"]["value"]
         == "postgresql+psycopg://spanqa:***@db.example/spanqa"
     )
 
@@ -355,7 +355,7 @@ def test_skipped_files_are_named_in_json_and_with_v(cli: tuple[CliRunner, dict[s
     (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
     (docs / ".draft.txt").write_text("hidden words")
     (docs / "empty.txt").write_text("")
-    report = json.loads(invoke(cli, "ingest", str(docs), "--json").output)
+    report = json.loads(invoke(cli, "ingest", str(docs), "--json").stdout)
     named = {Path(f["path"]).name: f for f in report["skipped_files"]}
     assert named["photo.png"]["reason"] == "not text" and ".png" in named["photo.png"]["hint"]
     assert named[".draft.txt"]["reason"] == "hidden"

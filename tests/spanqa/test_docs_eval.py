@@ -160,7 +160,7 @@ def test_eval_docs_end_to_end_with_tiny_models(spanqa_env: dict[str, str], tmp_p
         main, ["eval", "docs", str(questions), "--out", str(out), "--json"], env=spanqa_env
     )
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     assert metrics == json.loads((out / "report.json").read_text())
     assert (metrics["questions"], metrics["answerable"], metrics["unanswerable"]) == (3, 2, 1)
     assert metrics["files_not_indexed"] == ["nowhere.txt"]

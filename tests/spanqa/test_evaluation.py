@@ -46,7 +46,7 @@ def test_eval_squad_end_to_end_writes_a_well_formed_report(settings: Settings, t
         main, ["eval", "squad", str(FIXTURE), "--out", str(out), "--passages", "3", "--json"], env=env
     )
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     assert metrics == json.loads((out / "report.json").read_text())
     assert metrics["questions"] == 5 and metrics["articles"] == 2 and metrics["chunks"] > 0
     recalls = [metrics["recall"][f"@{k}"] for k in (1, 5, 10, 20)]
@@ -124,7 +124,7 @@ def test_eval_squad_unanswerable_reports_abstention_and_calibration(
         env=env,
     )
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)
+    metrics = json.loads(result.stdout)
     report = metrics["unanswerable"]
     assert metrics["articles"] == 1 and report["articles_left_out"] == 1  # of the fixture's two
     assert report["kinds"]["unseen_article"]["questions"] >= 1
@@ -161,6 +161,6 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
     out = tmp_path / "calibration.json"
     result = CliRunner().invoke(main, ["reader", "calibrate", str(run), "--out", str(out), "--json"], env=env)
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)
+    summary = json.loads(result.stdout)
     assert summary["answers"] == 200 and 0 <= summary["ece_cv"] <= 1 and len(summary["curve_cv"]) == 20
     assert dict(zip(Calibrator.load(out).features, Calibrator.load(out).coef, strict=True))["margin"] > 0

@@ -75,7 +75,7 @@ def enqueue(env: dict[str, str], *args: str) -> str:
         main, ["ingest", "--background", "--json", *args], env=env, catch_exceptions=False
     )
     assert result.exit_code == 0, result.output
-    return str(json.loads(result.output)["job_id"])
+    return str(json.loads(result.stdout)["job_id"])
 
 
 def wait_for_job(catalog: Catalog, job_id: str, log: Path, timeout: float = 180) -> str:
@@ -118,7 +118,7 @@ def test_background_ingest_through_a_worker_is_idempotent(
             assert wait_for_job(catalog, job_id, log) == "done"
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 4
         result = CliRunner().invoke(main, ["jobs", first, "--json"], env=worker_env)
-        assert json.loads(result.output)["state"] == "done"
+        assert json.loads(result.stdout)["state"] == "done"
         # The worker owns the embedded store: a command that must open it is told so at once, in one line.
         started = time.time()
         inline_env = {k: v for k, v in worker_env.items() if k != "SPANQA_BROKER_URL"}
@@ -129,12 +129,12 @@ def test_background_ingest_through_a_worker_is_idempotent(
         # With the broker, search runs on the worker instead.
         result = CliRunner().invoke(main, ["search", "Broncos", "--json"], env=worker_env)
         assert result.exit_code == 0, result.output
-        found = json.loads(result.output)["passages"]
+        found = json.loads(result.stdout)["passages"]
         assert found and [p["rank"] for p in found] == list(range(1, len(found) + 1))
         # A question is not refused: it runs on the worker that holds the store, and comes back whole.
         result = CliRunner().invoke(main, ["ask", "Who talks about Santa Clara?", "--json"], env=worker_env)
         assert result.exit_code == 0, result.output
-        asked = json.loads(result.output)
+        asked = json.loads(result.stdout)
         assert asked["question"] == "Who talks about Santa Clara?" and asked["passages"]
         texts = {p.name: p.read_text() for p in docs.iterdir()}
         for answer in asked["answers"]:
@@ -154,7 +154,7 @@ def test_background_ingest_through_a_worker_is_idempotent(
         (docs / "doc4.txt").write_text("Document 4 is about Levi's Stadium. " * 20)
         result = CliRunner().invoke(main, ["ingest", str(docs), "--json"], env=worker_env)
         assert result.exit_code == 0, result.output
-        assert json.loads(result.output)["state"] == "done"
+        assert json.loads(result.stdout)["state"] == "done"
         assert len(catalog.list_documents(status=DocumentStatus.INDEXED)) == 5
         result = CliRunner().invoke(main, ["docs", "remove", str(docs / "doc0.txt")], env=worker_env)
         assert result.exit_code == 0 and "removed" in result.output, result.output
