@@ -69,6 +69,8 @@ class IngestReport:
     #: Where the time went, by stage: read (hashing files), load (text out of files), chunk, encode,
     #: fold (near-duplicates), sparse (BM25 terms), store (the vector store), catalog.
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    #: Time spent building the HNSW graph after the run (0: not due, see ``hnsw_build_at``).
+    index_build_seconds: float = 0.0
 
     @property
     def chunks_per_second(self) -> float:
@@ -103,6 +105,7 @@ class IngestReport:
             "skipped": dict(self.skipped),
             "skipped_files": [dataclasses.asdict(f) for f in self.skipped_files],
             "stage_seconds": {stage: round(t, 3) for stage, t in self.stage_seconds.items()},
+            "index_build_seconds": round(self.index_build_seconds, 3),
             "files": [dataclasses.asdict(o) for o in self.outcomes],
         }
 
@@ -118,6 +121,7 @@ class IngestReport:
             skipped_files=[SkippedFile(**f) for f in data["skipped_files"]],
             load_seconds=float(data["model_load_seconds"]),
             stage_seconds={str(k): float(v) for k, v in data.get("stage_seconds", {}).items()},
+            index_build_seconds=float(data.get("index_build_seconds", 0.0)),
         )
 
 
@@ -156,6 +160,8 @@ class IngestJob:
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
         share_store: give the embedded store back after each batch, so that other processes can use it
             between batches (a command's ingest; a server or worker keeps it).
+        hnsw_build_at: after a run that leaves at least this many vectors outside the HNSW graph, build it
+            (0: never; exhaustive search stays exact, but grows with the collection).
         follow_symlinks_out: follow symlinks that lead out of the folder being ingested (off: they are
             skipped and counted, so a link cannot pull in files from elsewhere).
         fold_similarity: a chunk whose cosine to a chunk indexed before it (or earlier in the same batch) is
@@ -173,6 +179,7 @@ class IngestJob:
         max_file_bytes: int | None = None,
         encode_group: int = 256,
         share_store: bool = False,
+        hnsw_build_at: int = 0,
         follow_symlinks_out: bool = Settings.follow_symlinks_out,
         fold_similarity: float = Settings.fold_similarity,
     ) -> None:
@@ -184,6 +191,9 @@ class IngestJob:
         self.max_file_bytes = max_file_bytes
         self.encode_group = encode_group
         self.share_store = share_store
+        self.hnsw_build_at = hnsw_build_at
+        #: Told the number of vectors before the HNSW graph is built over them (a long, silent step).
+        self.on_build: Callable[[int], None] | None = None
         self.follow_symlinks_out = follow_symlinks_out
         self.fold_similarity = fold_similarity
         self._collection: str | None = None
@@ -276,6 +286,8 @@ class IngestJob:
                     self.index.release()
         for outcome in self._index(pending, report):
             emit(outcome)
+        if report.chunks_embedded:
+            report.index_build_seconds = self._build_search_index()
         if self.share_store:
             self.index.release()
         report.seconds = time.perf_counter() - started
@@ -454,6 +466,21 @@ class IngestJob:
             report.chunks_embedded += len(prepared.chunks)
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
+
+    def _build_search_index(self) -> float:
+        """Build the HNSW graph when the vectors outside it reach ``hnsw_build_at``; the seconds it took."""
+        if self.hnsw_build_at <= 0:
+            return 0.0
+        collection = self.active_collection()
+        waiting = self.index.stats(collection).unindexed
+        if waiting < self.hnsw_build_at:
+            return 0.0
+        if self.on_build is not None:
+            self.on_build(waiting)
+        started = time.perf_counter()
+        self.index.build_search_index(collection)
+        logger.info("built the HNSW graph over %d vectors", waiting)
+        return time.perf_counter() - started
 
     @contextlib.contextmanager
     def _stage(self, name: str) -> Iterator[None]:

@@ -241,6 +241,7 @@ class Runtime:
             follow_symlinks_out=s.follow_symlinks_out,
             fold_similarity=s.fold_similarity,
             share_store=not self.holds_store,
+            hnsw_build_at=s.hnsw_build_at,
         )
 
     def _configure_torch(self) -> None:

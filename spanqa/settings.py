@@ -97,6 +97,8 @@ class Settings:
     max_file_mb: float = 20.0
     follow_symlinks_out: bool = False
     fold_similarity: float = 0.98
+    #: An ingest that leaves at least this many vectors outside the HNSW graph builds it (0: never).
+    hnsw_build_at: int = 20_000
     retrieval: str = "hybrid"
     fusion: str = "weighted"
     lexical_weight: float = 1.0

@@ -73,6 +73,20 @@ class SearchHit:
 
 
 @dataclass(frozen=True)
+class IndexStats:
+    """How a collection stands: its points, how many of their vectors the HNSW graph covers (the rest are
+    searched exhaustively, exactly), and its segments."""
+
+    points: int
+    indexed: int
+    segments: int
+
+    @property
+    def unindexed(self) -> int:
+        return max(self.points - self.indexed, 0)
+
+
+@dataclass(frozen=True)
 class SearchFilter:
     """Restrict a search to documents and/or paths (``None``: no restriction; ``[]``: matches nothing)."""
 
@@ -178,6 +192,15 @@ class VectorIndex(Protocol):
 
     def alias_target(self, alias: str) -> str | None:
         """The collection ``alias`` points at, or None."""
+        ...
+
+    def stats(self, name: str) -> IndexStats:
+        """Points, HNSW-indexed vectors and segments of collection ``name``."""
+        ...
+
+    def build_search_index(self, name: str) -> bool:
+        """Build the HNSW graph over the vectors that lack it (blocking; a server builds its own as points
+        arrive); True when there was anything to build."""
         ...
 
     def release(self) -> None:

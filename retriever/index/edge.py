@@ -25,6 +25,7 @@ from spanqa.retriever.index.base import (
     SCROLL_PAGE,
     ClosingIndex,
     IndexPoint,
+    IndexStats,
     SearchFilter,
     SearchHit,
     VectorIndexError,
@@ -488,6 +489,19 @@ class EdgeVectorIndex(ClosingIndex):
                     shard.flush()
                 except Exception as exc:
                     raise self._edge_error(exc, name, "flush") from None
+
+    def stats(self, name: str) -> IndexStats:
+        """Points, HNSW-indexed vectors and segments of collection ``name`` (Edge's shard info)."""
+        shard = self._shard(name)
+        try:
+            info = shard.info()
+        except Exception as exc:
+            raise self._edge_error(exc, name, "read") from None
+        return IndexStats(int(info.points_count), int(info.indexed_vectors_count), int(info.segments_count))
+
+    def build_search_index(self, name: str) -> bool:
+        """Build the HNSW graph (Edge's optimizers: ``optimize``)."""
+        return self.optimize(name)
 
     def optimize(self, name: str) -> bool:
         """Run Edge's segment optimizers (HNSW build, vacuum) in this process, blocking; CPU-heavy.

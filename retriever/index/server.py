@@ -22,6 +22,7 @@ from spanqa.retriever.index.base import (
     SCROLL_PAGE,
     ClosingIndex,
     IndexPoint,
+    IndexStats,
     SearchFilter,
     SearchHit,
     VectorIndexError,
@@ -408,6 +409,17 @@ class ServerVectorIndex(ClosingIndex):
             ids.update(str(record.id) for record in records)
             if offset is None or not records:
                 return ids
+
+    def stats(self, name: str) -> IndexStats:
+        """Points, HNSW-indexed vectors and segments of collection ``name`` (the server's collection info)."""
+        info = self._call("read", name, lambda: self._client.get_collection(name))
+        return IndexStats(
+            int(info.points_count or 0), int(info.indexed_vectors_count or 0), int(info.segments_count or 0)
+        )
+
+    def build_search_index(self, name: str) -> bool:
+        """Nothing to do: a server indexes as points arrive (its optimizers run in the background)."""
+        return False
 
     def release(self) -> None:
         """Nothing to give back: a server is shared by every process."""

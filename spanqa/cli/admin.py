@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -10,6 +10,9 @@ from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
 from spanqa.runtime import Runtime, has_data, require_data
+
+if TYPE_CHECKING:
+    from spanqa.settings import Settings
 
 
 @click.command()
@@ -30,6 +33,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             counts = catalog.counts()
             active = catalog.active_index()
             failed = [d for d in catalog.list_documents() if d.error]
+    search_index = _search_index(settings, active.collection) if active is not None else None
     catalog_url = display_url(settings.catalog_url)
     documents = {k: v for k, v in counts.items() if k != "chunks"}
     failed_files = [{"path": d.path, "error": d.error, "status": d.status.value} for d in failed]
@@ -44,6 +48,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "model": active.model_name,
             "dimension": active.dimension,
             "version": active.id,
+            "search": search_index,
         },
         "retriever_model": settings.retriever_model,
         "reader_model": settings.reader_model,
@@ -68,12 +73,50 @@ def status(ctx: click.Context, as_json: bool) -> None:
         out.print(
             f"index         v{active.id} {active.collection} ({active.model_name}, {active.dimension}-d)"
         )
+        out.print(f"search        {_describe_search(search_index)}")
     out.print(f"retriever     {settings.retriever_model}")
     out.print(f"reader        {settings.reader_model}")
     out.print(f"catalog       {data['catalog']}")
     out.print(f"vector store  {data['vector_store']}")
     for item in failed_files:
         out.print(f"  [red]{item['status']}[/red] {item['path']}: {item['error']}", markup=True)
+
+
+def _search_index(settings: Settings, collection: str) -> dict[str, Any]:
+    """How many of the collection's vectors their search index covers (Edge: a plain index for a small
+    segment, the HNSW graph for a large one once built); ``{"state": "busy"}`` while another process holds
+    the embedded store (status never waits for it)."""
+    from spanqa.retriever.index import VectorIndexError, VectorIndexInUseError, open_vector_index
+
+    try:
+        index = open_vector_index(
+            path=settings.qdrant_path,
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            timeout=settings.qdrant_timeout_s,
+        )
+        try:
+            stats = index.stats(collection)
+        finally:
+            index.close()
+    except VectorIndexInUseError:
+        return {"state": "busy"}
+    except VectorIndexError:
+        return {"state": "unreadable"}
+    state = "indexed" if stats.unindexed == 0 else "partly indexed" if stats.indexed else "not indexed"
+    return {"state": state, "vectors": stats.points, "indexed": stats.indexed, "segments": stats.segments}
+
+
+def _describe_search(search: dict[str, Any] | None) -> str:
+    if search is None or "vectors" not in search:
+        state = (search or {}).get("state", "unknown")
+        return "busy: another spanqa process holds the store" if state == "busy" else state
+    if search["state"] == "indexed":
+        return f"all {search['vectors']:,} vectors indexed (an HNSW graph once a segment is large)"
+    return (
+        f"{search['indexed']:,} of {search['vectors']:,} vectors indexed, the rest searched exhaustively (an "
+        "ingest that leaves hnsw_build_at of them out builds the HNSW graph)"
+    )
 
 
 @click.command()

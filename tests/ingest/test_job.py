@@ -562,3 +562,24 @@ def test_new_chunk_sizes_cut_every_file_again(env: Env) -> None:
     assert smaller.run([env.docs]).count(UNCHANGED) == 3
     doc = env.catalog.list_documents(status=DocumentStatus.INDEXED)[0]
     assert env.catalog.get_document(doc.id).chunking == "v1:24/4"  # type: ignore[union-attr]
+
+
+def test_a_run_that_leaves_many_vectors_unindexed_builds_the_search_index(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanqa.retriever.index import IndexStats
+
+    write_tree(env.docs, TEXTS)
+    built: list[str] = []
+    told: list[int] = []
+    monkeypatch.setattr(env.index, "stats", lambda name: IndexStats(30_000, 1_000, 3))
+    monkeypatch.setattr(env.index, "build_search_index", lambda name: built.append(name) or True)
+    env.job.hnsw_build_at = 20_000
+    env.job.on_build = told.append
+    report = env.job.run([env.docs])
+    assert built == [env.job.active_collection()] and told == [29_000]
+    assert report.index_build_seconds >= 0 and report.to_dict()["index_build_seconds"] >= 0
+    env.job.hnsw_build_at = 50_000  # fewer left out than the setting: nothing built
+    write_tree(env.docs, {"more.txt": "Another file about Warsaw and the Vistula river."})
+    env.job.run([env.docs])
+    assert len(built) == 1

@@ -594,3 +594,21 @@ def test_replaced_point_loses_its_old_terms(index: VectorIndex, coll: str, rng: 
     bm25 = Bm25Encoder()
     assert index.search_lexical(coll, bm25.query("vistula"), limit=5) == []
     assert [h.id for h in index.search_lexical(coll, bm25.query("oder"), limit=5)] == [point.id]
+
+
+@pytest.mark.slow
+def test_edge_builds_the_hnsw_graph_and_says_so(tmp_path: Path, rng: np.random.Generator) -> None:
+    # Enough 384-d vectors to pass Edge's own indexing threshold (about 10 MB of vectors, in KB).
+    vectors = rng.standard_normal((8000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    points = make_points(rng, "doc-a", "/a", len(vectors), vectors=vectors)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", 384)
+        for start in range(0, len(points), 2000):
+            index.upsert("c", points[start : start + 2000])
+        before = index.stats("c")
+        assert before.points == 8000 and before.unindexed == 8000 - before.indexed > 0
+        assert index.build_search_index("c")
+        after = index.stats("c")
+        assert after.points == after.indexed == 8000 and after.unindexed == 0
+        assert index.search("c", vectors[123], limit=1)[0].id == points[123].id  # the graph finds it

@@ -379,3 +379,13 @@ def test_json_output_reports_progress_as_json_lines_on_stderr(
     last = lines[-1]
     assert last["done"] == last["total"] == report["summary"]["new"] and last["eta_s"] == 0.0
     assert {"elapsed_s", "chunks", "chunks_per_s"} <= set(last)
+
+
+def test_status_says_how_the_vectors_are_searched(cli: tuple[CliRunner, dict[str, str], Path]) -> None:
+    _, _, docs = cli
+    assert invoke(cli, "ingest", str(docs)).exit_code == 0
+    status = json.loads(invoke(cli, "status", "--json").stdout)
+    search = status["index"]["search"]
+    assert search["vectors"] == status["chunks"] > 0 and 0 <= search["indexed"] <= search["vectors"]
+    assert search["state"] in {"indexed", "partly indexed", "not indexed"}
+    assert invoke(cli, "status").stdout.count("search ") == 1
