@@ -612,3 +612,14 @@ def test_edge_builds_the_hnsw_graph_and_says_so(tmp_path: Path, rng: np.random.G
         after = index.stats("c")
         assert after.points == after.indexed == 8000 and after.unindexed == 0
         assert index.search("c", vectors[123], limit=1)[0].id == points[123].id  # the graph finds it
+
+
+def test_stats_count_the_points_on_both_backends(index: VectorIndex, rng: np.random.Generator) -> None:
+    index.ensure_collection("stats_c", DIM)
+    index.upsert("stats_c", make_points(rng, "doc-a", "/a", 12))
+    stats = index.stats("stats_c")
+    assert stats.points == 12 and 0 <= stats.indexed <= 12 and stats.segments >= 1
+    assert stats.unindexed == 12 - stats.indexed
+    assert isinstance(index.build_search_index("stats_c"), bool)
+    index.release()  # the embedded store gives its lock back and takes it again at the next call
+    assert index.count("stats_c") == 12
