@@ -491,13 +491,25 @@ class EdgeVectorIndex(ClosingIndex):
                     raise self._edge_error(exc, name, "flush") from None
 
     def stats(self, name: str) -> IndexStats:
-        """Points, HNSW-indexed vectors and segments of collection ``name`` (Edge's shard info)."""
+        """Points, HNSW-indexed dense vectors and segments of collection ``name`` (Edge's shard info).
+
+        Edge counts the points' BM25 vectors among its indexed vectors (their inverted index is always
+        built): those are taken off, leaving the dense vectors in the HNSW graph.
+        """
         shard = self._shard(name)
         try:
             info = shard.info()
         except Exception as exc:
             raise self._edge_error(exc, name, "read") from None
-        return IndexStats(int(info.points_count), int(info.indexed_vectors_count), int(info.segments_count))
+        points, indexed = int(info.points_count), int(info.indexed_vectors_count)
+        if self.has_lexical(name):
+            q = self._q
+            with_terms = q.Filter(must=[q.HasVectorCondition(LEXICAL_VECTOR)])
+            try:
+                indexed -= int(shard.count(q.CountRequest(exact=True, filter=with_terms)))
+            except Exception as exc:
+                raise self._edge_error(exc, name, "count points in") from None
+        return IndexStats(points, min(max(indexed, 0), points), int(info.segments_count))
 
     def build_search_index(self, name: str) -> bool:
         """Build the HNSW graph (Edge's optimizers: ``optimize``)."""
