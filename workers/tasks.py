@@ -10,7 +10,8 @@ from typing import Any
 from celery import Celery, Task
 
 from spanqa.ingest.catalog import document_id_for
-from spanqa.ingest.job import FAILED, PathNotFoundError
+from spanqa.ingest.job import PathNotFoundError
+from spanqa.ingest.report import FAILED
 from spanqa.ingest.walk import FoundFile
 from spanqa.types import AskOptions, SearchOptions
 from spanqa.workers import names

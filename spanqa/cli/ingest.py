@@ -18,7 +18,8 @@ from spanqa.runtime import Runtime
 HNSW_BUILD_S_PER_VECTOR = 0.0006
 
 if TYPE_CHECKING:
-    from spanqa.ingest.job import IngestJob, IngestReport
+    from spanqa.ingest.job import IngestJob
+    from spanqa.ingest.report import IngestReport
     from spanqa.settings import Settings
     from spanqa.types import Job
     from spanqa.workers.client import ServerClient
@@ -104,7 +105,7 @@ def _run_on_server(
     server: ServerClient, paths: Any, prune: bool, include: Any, exclude: Any, *, quiet: bool
 ) -> tuple[IngestReport, int, bool]:
     """Ingest through the running `spanqa serve` that holds the store, showing its progress here."""
-    from spanqa.ingest.job import IngestReport
+    from spanqa.ingest.report import IngestReport
     from spanqa.workers.client import INTERNAL_INGEST
 
     payload = {"paths": _absolute(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}

@@ -30,8 +30,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from spanqa import __version__, pipeline
 from spanqa.errors import SpanqaError, first_line
-from spanqa.ingest.job import Progress
 from spanqa.ingest.positions import Places
+from spanqa.ingest.report import Progress
 from spanqa.records import (
     CONFIDENCE_WORDS,
     ask_record,
