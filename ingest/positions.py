@@ -19,7 +19,7 @@ from spanqa.types import Place
 
 if TYPE_CHECKING:
     from spanqa.ingest.catalog import Catalog
-    from spanqa.types import Answer
+    from spanqa.types import Answer, Document
 
 # What may stand between two words of an answer in a source file: whitespace, tags, Markdown emphasis and
 # code marks, link brackets.
@@ -95,50 +95,30 @@ def file_position(path: Path, indexed_text: str, char_start: int, char_end: int)
 LINE_FORMATS = frozenset({"txt", "md", "html"})
 
 
-@dataclass(frozen=True)
-class _Known:
-    format: str
-    text: str
-    page_numbers: list[int]
-    page_labels: list[str | None]
-
-
 class Places:
     """Where answers lie in the files on disk (see ingest/positions.py), each document read once."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._documents: dict[str, _Known] = {}
+        self._documents: dict[str, Document | None] = {}
 
-    def _known(self, document_id: str) -> _Known:
+    def _document(self, document_id: str) -> Document | None:
         if document_id not in self._documents:
-            document = self.catalog.get_document(document_id)
-            self._documents[document_id] = (
-                _Known(
-                    document.format,
-                    document.text,
-                    [number for number, _ in document.page_starts],
-                    document.page_labels,
-                )
-                if document
-                else _Known("", "", [], [])
-            )
+            self._documents[document_id] = self.catalog.get_document(document_id)
         return self._documents[document_id]
 
     def position(self, path: str, document_id: str, start: int, end: int) -> tuple[int, int] | None:
         """(line, column) in the file, or None for a format editors do not open as its text (PDF, ...)."""
-        known = self._known(document_id)
-        if known.format not in LINE_FORMATS or not known.text:
+        document = self._document(document_id)
+        if document is None or document.format not in LINE_FORMATS or not document.text:
             return None
-        found = file_position(Path(path), known.text, start, end)
+        found = file_position(Path(path), document.text, start, end)
         return found.line, found.column
 
     def page_label(self, document_id: str, page: int | None) -> str | None:
         """The printed label of a document's page (1-based, physical), where one is known."""
-        known = self._known(document_id)
-        if page is None or page not in known.page_numbers or not known.page_labels:
-            return None
-        return known.page_labels[known.page_numbers.index(page)]
+        document = self._document(document_id)
+        return document.page_label(page) if document is not None and page is not None else None
 
     def of_answer(self, answer: Answer) -> Place:
         """Where an answer lies in its file: its line and column, or its page's printed label."""

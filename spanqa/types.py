@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 CHUNK_ID_NAMESPACE = uuid.UUID("6f1c1a52-4bb1-4d36-9c1e-2a8e1f5f0b7d")
 
@@ -72,8 +72,19 @@ def page_at(page_starts: list[tuple[int, int]], offset: int) -> int | None:
     return page_starts[max(index, 0)][0]
 
 
+class _Options:
+    """Options sent to another process as JSON: every field by name; a missing one is None (its setting)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
-class AskOptions:
+class AskOptions(_Options):
     """How one question is answered: the same record from the CLI, over HTTP and on a worker. None takes the
     setting of the same name (``passages``, ``answers``, ``min_score``); ``path_glob`` keeps to documents
     whose path matches it."""
@@ -83,28 +94,14 @@ class AskOptions:
     min_score: float | None = None
     path_glob: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AskOptions:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
-
 
 @dataclass(frozen=True)
-class SearchOptions:
+class SearchOptions(_Options):
     """How one search is run (the retriever alone): ``top_k`` passages (None: the ``search_top_k``
     setting), only from documents whose path matches ``path_glob``."""
 
     top_k: int | None = None
     path_glob: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SearchOptions:
-        return cls(**{f.name: data.get(f.name) for f in dataclasses.fields(cls)})
 
 
 @dataclass(frozen=True)

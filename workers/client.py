@@ -244,12 +244,12 @@ class StoreGateway:
 
     def warm_up_reader(self) -> None:
         """Load the reader here, unless the questions go to a worker."""
-        if not self._use_worker_if_store_is_held():
+        if not self.held_elsewhere():
             self.runtime.reader.warm_up()
 
     def ask(self, question: str, options: AskOptions) -> pipeline.AskResult:
         """``pipeline.ask`` here, or in the process that holds the store."""
-        if not self._use_worker_if_store_is_held():
+        if not self.held_elsewhere():
             return pipeline.ask(self.runtime, question, options)
         if self._server is not None:
             data = self._server.call(INTERNAL_ASK, {"question": question, **options.to_dict()})
@@ -259,7 +259,7 @@ class StoreGateway:
 
     def search(self, query: str, options: SearchOptions) -> pipeline.SearchResult:
         """``pipeline.search`` here, or in the process that holds the store."""
-        if not self._use_worker_if_store_is_held():
+        if not self.held_elsewhere():
             return pipeline.search(self.runtime, query, options)
         if self._server is not None:
             data = self._server.call(INTERNAL_SEARCH, {"query": query, **options.to_dict()})
@@ -269,24 +269,22 @@ class StoreGateway:
 
     def remove(self, document_id: str) -> None:
         """Drop a document's points and mark it deleted, here or by the process that holds the store."""
-        if not self._use_worker_if_store_is_held():
+        if not self.held_elsewhere():
             self.runtime.ingest_job().remove_document(document_id)
         elif self._server is not None:
             self._server.call(INTERNAL_REMOVE, {"document_id": document_id})
         else:
             self._call(names.DELETE_DOCUMENT, document_id=document_id)
 
-    def held_elsewhere(self) -> bool:
-        """Whether another process holds the store (a server or a worker answers for it); raises
-        ``VectorIndexInUseError`` when one holds it and neither can."""
-        return self._use_worker_if_store_is_held()
-
     @property
     def server(self) -> ServerClient | None:
         """The running `spanqa serve` that holds the store, once ``held_elsewhere`` found one."""
         return self._server
 
-    def _use_worker_if_store_is_held(self) -> bool:
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the store and answers for it (a running server, else a worker);
+        with neither, this process waits for the store (``store_wait_s``), which raises
+        ``VectorIndexInUseError`` when it is still held."""
         if not self.on_worker:
             try:
                 self.runtime.index  # noqa: B018 - opening it tells whether another process holds the store

@@ -86,19 +86,11 @@ def _search_index(settings: Settings, collection: str) -> dict[str, Any]:
     """How many of the collection's vectors their search index covers (Edge: a plain index for a small
     segment, the HNSW graph for a large one once built); ``{"state": "busy"}`` while another process holds
     the embedded store (status never waits for it)."""
-    from spanqa.retriever.index import VectorIndexError, VectorIndexInUseError, open_vector_index
+    from spanqa.retriever.index import VectorIndexError, VectorIndexInUseError
 
     try:
-        index = open_vector_index(
-            path=settings.qdrant_path,
-            url=settings.qdrant_url,
-            api_key=settings.qdrant_api_key,
-            timeout=settings.qdrant_timeout_s,
-        )
-        try:
-            stats = index.stats(collection)
-        finally:
-            index.close()
+        with Runtime(settings) as runtime:
+            stats = runtime.index.stats(collection)
     except VectorIndexInUseError:
         return {"state": "busy"}
     except VectorIndexError:

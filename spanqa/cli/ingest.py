@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +11,6 @@ import click
 from spanqa.cli._errors import UserError, friendly_errors, settings_from
 from spanqa.cli._options import file_filter_options, json_option
 from spanqa.cli._output import ProgressLines, console, print_json, progress_bar, say_waiting
-from spanqa.records import job_dict
 from spanqa.runtime import Runtime
 
 #: Seconds per vector of Edge's HNSW build on 2 cores (36 s for 60,000 vectors of 384 dimensions): for the
@@ -19,7 +19,7 @@ HNSW_BUILD_S_PER_VECTOR = 0.0006
 
 if TYPE_CHECKING:
     from spanqa.ingest.job import IngestJob
-    from spanqa.ingest.report import IngestReport
+    from spanqa.ingest.report import IngestReport, Progress
     from spanqa.settings import Settings
     from spanqa.types import Job
     from spanqa.workers.client import ServerClient
@@ -105,16 +105,15 @@ def _run_on_server(
     server: ServerClient, paths: Any, prune: bool, include: Any, exclude: Any, *, quiet: bool
 ) -> tuple[IngestReport, int, bool]:
     """Ingest through the running `spanqa serve` that holds the store, showing its progress here."""
-    from spanqa.ingest.report import IngestReport
+    from spanqa.ingest.report import IngestReport, Progress
     from spanqa.workers.client import INTERNAL_INGEST
 
     payload = {"paths": _absolute(paths), "prune": prune, "include": list(include), "exclude": list(exclude)}
     if not quiet:
         click.echo(f"ingesting through the spanqa server at {server.url} (it holds the store)", err=True)
-    fields = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
-    lines = ProgressLines("ingest") if quiet else None
-    with progress_bar("ingest", fields=fields, disable=quiet) as progress:
+    with progress_bar("ingest", fields=_FIELDS, disable=quiet) as progress:
         task = progress.add_task("ingest", total=None, chunks=0, rate=0.0)
+        show = _shown_progress(progress, task, quiet=quiet)
         for event in server.stream(INTERNAL_INGEST, payload):
             kind = event.get("event")
             if kind == "waiting" and not quiet:
@@ -122,12 +121,7 @@ def _run_on_server(
             elif kind == "start":
                 progress.update(task, total=event["files_total"])
             elif kind == "progress":
-                elapsed = max((progress.tasks[0].elapsed or 0.0) - event["load_seconds"], 1e-9)
-                rate = event["chunks_done"] / elapsed
-                progress.update(task, completed=event["files_done"], chunks=event["chunks_done"], rate=rate)
-                if lines is not None:
-                    done, total = event["files_done"], event["files_total"]
-                    lines.update(done, total, chunks=event["chunks_done"], chunks_per_s=round(rate, 1))
+                show(Progress(**{key: value for key, value in event.items() if key != "event"}))
             elif kind == "error":
                 raise UserError(event["error"])
             elif kind == "report":
@@ -138,18 +132,12 @@ def _run_on_server(
 
 def _follow_job(settings: Settings, job: Job, *, as_json: bool) -> int:
     """Follow a queued ingest until it ends; the exit code a foreground ingest would give."""
-    from spanqa.cli.workers import follow_job
+    from spanqa.cli.workers import follow_job, print_job
     from spanqa.ingest.catalog import Catalog
 
     with Catalog(settings.catalog_url) as catalog:
         job = follow_job(catalog, job, quiet=as_json)
-    if as_json:
-        print_json(job_dict(job))
-    else:
-        click.echo(
-            f"job {job.id} {job.state}: {job.done} files done, {job.failed} failed"
-            + (f" ({job.error})" if job.error else "")
-        )
+    print_job(job, as_json=as_json)
     return 0 if job.state == "done" and not job.failed else 1
 
 
@@ -164,9 +152,6 @@ def print_queued(job: Job, *, as_json: bool) -> None:
 def _run_with_progress(
     job: IngestJob, paths: Any, prune: bool, include: Any, exclude: Any, total: int, *, quiet: bool
 ) -> IngestReport:
-    fields = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
-    lines = ProgressLines("ingest") if quiet else None
-
     def on_build(vectors: int) -> None:
         # Edge's HNSW build reports no progress: say what it does and about how long it takes.
         eta = vectors * HNSW_BUILD_S_PER_VECTOR
@@ -177,19 +162,30 @@ def _run_with_progress(
             click.echo(message, err=True)
 
     job.on_build = on_build
-    with progress_bar("ingest", fields=fields, disable=quiet or total == 0) as progress:
+    with progress_bar("ingest", fields=_FIELDS, disable=quiet or total == 0) as progress:
         task = progress.add_task("ingest", total=total, chunks=0, rate=0.0)
-
-        def on_progress(event: Any) -> None:
-            elapsed = max((progress.tasks[0].elapsed or 0.0) - event.load_seconds, 1e-9)
-            rate = event.chunks_done / elapsed
-            progress.update(task, completed=event.files_done, chunks=event.chunks_done, rate=rate)
-            if lines is not None:
-                lines.update(
-                    event.files_done, event.files_total, chunks=event.chunks_done, chunks_per_s=round(rate, 1)
-                )
-
+        on_progress = _shown_progress(progress, task, quiet=quiet)
         return job.run(paths, prune=prune, include=include, exclude=exclude, on_progress=on_progress)
+
+
+#: The ingest bar's columns beside the files done.
+_FIELDS = ("files", "{task.fields[chunks]} chunks", "{task.fields[rate]:.1f} chunks/s")
+
+
+def _shown_progress(progress: Any, task: Any, *, quiet: bool) -> Callable[[Progress], None]:
+    """What shows each file's progress: the bar, and JSON lines on stderr when ``quiet`` (``--json``)."""
+    lines = ProgressLines("ingest") if quiet else None
+
+    def show(event: Progress) -> None:
+        elapsed = max((progress.tasks[0].elapsed or 0.0) - event.load_seconds, 1e-9)
+        rate = event.chunks_done / elapsed
+        progress.update(task, completed=event.files_done, chunks=event.chunks_done, rate=rate)
+        if lines is not None:
+            lines.update(
+                event.files_done, event.files_total, chunks=event.chunks_done, chunks_per_s=round(rate, 1)
+            )
+
+    return show
 
 
 def _print_report(

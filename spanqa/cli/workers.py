@@ -215,6 +215,11 @@ def jobs(ctx: click.Context, job_id: str | None, follow: bool, as_json: bool) ->
             raise UserError(f"no job {job_id} (see `spanqa jobs`)")
         if follow:
             job = follow_job(catalog, job)
+    print_job(job, as_json=as_json)
+
+
+def print_job(job: Job, *, as_json: bool) -> None:
+    """One job: its record with ``--json``, else a line with its state and progress."""
     if as_json:
         print_json(job_dict(job))
     else:
