@@ -54,6 +54,10 @@ EDGE_LOCK_FILE = ".spanqa-index.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
 #: Where the store keeps its aliases (Edge has none of its own).
 EDGE_ALIASES_FILE = "aliases.json"
+#: Beside each collection: how many writes it has had (a graph built on a copy replaces it only when none
+#: came meanwhile), and where a build keeps its copy and the replaced original (leading dots: never names of
+#: collections).
+WRITES_PREFIX, BUILD_PREFIX, OLD_PREFIX = ".writes-", ".build-", ".old-"
 
 
 class EdgeVectorIndex(ClosingIndex):
@@ -100,6 +104,7 @@ class EdgeVectorIndex(ClosingIndex):
                 f"cannot create the vector store directory {self.path}: {exc.strerror or exc}"
             ) from exc
         self._lock_fd = self._acquire_lock(wait_s)
+        self._finish_interrupted_swaps()
         logger.debug("opened Qdrant Edge store at %s", self.path)
 
     # -- locking ------------------------------------------------------------------------------------------
@@ -300,7 +305,7 @@ class EdgeVectorIndex(ClosingIndex):
         return sorted(
             entry.name
             for entry in self.path.iterdir()
-            if entry.is_dir() and (entry / EDGE_CONFIG_FILE).is_file()
+            if entry.is_dir() and not entry.name.startswith(".") and (entry / EDGE_CONFIG_FILE).is_file()
         )
 
     def set_alias(self, alias: str, collection: str) -> None:
@@ -337,6 +342,7 @@ class EdgeVectorIndex(ClosingIndex):
             if shard is not None:
                 with contextlib.suppress(Exception):
                     shard.close()
+            self._note_write(name)
             if directory.exists():
                 shutil.rmtree(directory)
                 logger.info("dropped collection %s from %s", name, self.path)
@@ -344,6 +350,7 @@ class EdgeVectorIndex(ClosingIndex):
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
         """Insert or replace points (by id); they are searchable when this returns."""
         shard = self._shard(name)
+        self._note_write(name)
         prepared, sizes = prepare_points(name, points, self._dimensions.get(name))
         q = self._q
         for batch in request_batches(prepared, sizes):
@@ -367,6 +374,7 @@ class EdgeVectorIndex(ClosingIndex):
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
         """Delete points by id (unknown ids are ignored)."""
         shard = self._shard(name)
+        self._note_write(name)
         normalized = sorted({normalize_id(point_id) for point_id in ids})
         for batch in slices(normalized, MAX_BATCH_POINTS):
             try:
@@ -377,6 +385,7 @@ class EdgeVectorIndex(ClosingIndex):
     def delete_document(self, name: str, document_id: str) -> None:
         """Delete every point whose payload ``document_id`` is ``document_id``."""
         shard = self._shard(name)
+        self._note_write(name)
         try:
             shard.update(
                 self._q.UpdateOperation.delete_points_by_filter(
@@ -520,8 +529,59 @@ class EdgeVectorIndex(ClosingIndex):
         return IndexStats(points, min(max(indexed, 0), points), int(info.segments_count))
 
     def build_search_index(self, name: str) -> bool:
-        """Build the HNSW graph (Edge's optimizers: ``optimize``)."""
-        return self.optimize(name)
+        """Build the HNSW graph without keeping anyone waiting: on a copy of the collection, in a child
+        process, with the store free meanwhile (Edge's ``optimize`` holds the GIL and the shard for as long as
+        it runs: a minute at 200,000 vectors). The store is held only to copy the collection (seconds) and
+        to put the copy in its place; writes that came meanwhile win: the copy is dropped, and the next
+        ingest builds again.
+
+        Returns:
+            True when the built copy replaced the collection.
+
+        Raises:
+            VectorIndexError: the copy or the build failed (the collection is left as it was).
+        """
+        from spanqa.retriever.index import edge_optimize
+
+        with self._mutex:
+            self._shard(name)  # exists, and the store is ours
+            self.flush()
+            writes = self._writes(name)
+            self._clear_builds(name)
+            build = self.path / f"{BUILD_PREFIX}{name}-{os.getpid()}"
+            self._close_shard(name)  # copied closed: an open shard may still write its files
+            try:
+                shutil.copytree(self._collection_dir(name), build)
+            except OSError as exc:
+                shutil.rmtree(build, ignore_errors=True)
+                raise VectorIndexError(
+                    f"cannot copy collection {name!r} to build its search index: {exc.strerror or exc}"
+                ) from exc
+            self.release()
+        try:
+            built = edge_optimize.optimize_in_child(build)
+        except (OSError, RuntimeError) as exc:
+            shutil.rmtree(build, ignore_errors=True)
+            raise VectorIndexError(f"cannot build the search index of {name!r}: {first_line(exc)}") from exc
+        with self._mutex:
+            try:
+                self._check_open()
+            except VectorIndexError:
+                shutil.rmtree(build, ignore_errors=True)
+                raise
+            if not built or self._writes(name) != writes or not self.has_collection(name):
+                shutil.rmtree(build, ignore_errors=True)
+                if built:
+                    logger.warning("collection %s was written while its graph was built: not replaced", name)
+                return False
+            self._close_shard(name)
+            old = self.path / f"{OLD_PREFIX}{name}"
+            shutil.rmtree(old, ignore_errors=True)
+            # Two renames: one interrupted between them is put right by the next open.
+            os.rename(self._collection_dir(name), old)
+            os.rename(build, self._collection_dir(name))
+            shutil.rmtree(old, ignore_errors=True)
+        return True
 
     def optimize(self, name: str) -> bool:
         """Run Edge's segment optimizers (HNSW build, vacuum) in this process, blocking; CPU-heavy.
@@ -540,6 +600,47 @@ class EdgeVectorIndex(ClosingIndex):
             return bool(shard.optimize())
         except Exception as exc:
             raise self._edge_error(exc, name, "optimize") from None
+
+    def _close_shard(self, name: str) -> None:
+        """Flush and close collection ``name`` if it is open (it loads again at its next use)."""
+        shard = self._shards.pop(name, None)
+        self._lexical.pop(name, None)
+        if shard is not None:
+            with contextlib.suppress(Exception):
+                shard.flush()
+            with contextlib.suppress(Exception):
+                shard.close()
+
+    def _writes(self, name: str) -> int:
+        """How many writes collection ``name`` has had (as ``_note_write`` counts them)."""
+        try:
+            return int((self.path / f"{WRITES_PREFIX}{name}").read_text(encoding="ascii") or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _note_write(self, name: str) -> None:
+        """Count a write to ``name`` before it is made (a build that copied it before then is stale)."""
+        with contextlib.suppress(OSError):
+            (self.path / f"{WRITES_PREFIX}{name}").write_text(str(self._writes(name) + 1), encoding="ascii")
+
+    def _clear_builds(self, name: str) -> None:
+        """Remove copies left by builds of ``name`` whose process is gone."""
+        for entry in self.path.glob(f"{BUILD_PREFIX}{name}-*"):
+            pid = entry.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not _process_alive(int(pid)):
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def _finish_interrupted_swaps(self) -> None:
+        """Put back a collection whose build was interrupted between its two renames (held lock only)."""
+        with contextlib.suppress(OSError):
+            for old in self.path.glob(f"{OLD_PREFIX}*"):
+                target = self.path / old.name[len(OLD_PREFIX) :]
+                if (target / EDGE_CONFIG_FILE).is_file():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    logger.warning("restoring collection %s after an interrupted index build", target.name)
+                    shutil.rmtree(target, ignore_errors=True)
+                    os.rename(old, target)
 
     def release(self) -> None:
         """Flush and close every open collection and give the store lock back, so that another process can
@@ -577,3 +678,13 @@ class EdgeVectorIndex(ClosingIndex):
         return q.Filter(
             must=[q.FieldCondition(key=key, match=q.MatchAny(values)) for key, values in conditions]
         )
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -288,7 +288,7 @@ def reader_calibrate(
     their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
     split an article (SQuAD) or a file's first folder (a package of documentation) between fit and measure."""
     from spanqa.evaluation import abstention_report, read_questions
-    from spanqa.reader.calibration import CALIBRATION_FILE, fit_calibrator
+    from spanqa.reader.calibration import CALIBRATION_FILE, expected_calibration_error, fit_calibrator
     from spanqa.reader.model import resolve_reader_model
 
     settings = settings_from(ctx)
@@ -323,12 +323,24 @@ def reader_calibrate(
     held_out = {id(r): p for r, p in zip(candidates, metrics["probabilities_cv"], strict=True)}
     rescored = [{**r, "score": held_out.get(id(r))} for r in records]
     report = abstention_report(rescored, settings.min_score)
+    # Pooled, a run's miscalibration can hide behind another's: each run is measured on its own too.
+    by_run = {
+        run: round(
+            expected_calibration_error(
+                [held_out[id(r)] for r in candidates if r["article"].startswith(f"{number}:")],
+                [bool(r["right"]) for r in candidates if r["article"].startswith(f"{number}:")],
+            ),
+            4,
+        )
+        for number, run in enumerate(runs)
+    }
     summary = {
         "calibrator": str(target),
         "answers": metrics["answers"],
         "right": metrics["right"],
         "folds": metrics["folds"],
         "ece_cv": round(metrics["ece_cv"], 4),
+        "ece_cv_by_run": by_run,
         "ece_relative_score": round(metrics["ece_relative_score"], 4),
         "reliability_cv": [
             {"bin": f"{low:.1f}-{high:.1f}", "answers": n, "mean_score": round(p, 4), "right": round(a, 4)}
@@ -347,6 +359,8 @@ def reader_calibrate(
         f"ECE {metrics['ece_cv']:.3f} by {metrics['folds']}-fold cross-validation over articles "
         f"(the relative score: {metrics['ece_relative_score']:.3f})"
     )
+    if len(runs) > 1:
+        click.echo("by run: " + "; ".join(f"{run} ECE {ece:.3f}" for run, ece in by_run.items()))
     from rich.table import Table
 
     table = Table("min_score", "right answers kept %", "abstain unseen %", "abstain cut %", show_edge=False)

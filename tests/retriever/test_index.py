@@ -27,6 +27,7 @@ from spanqa.retriever.index import (
     open_vector_index,
 )
 from spanqa.retriever.index.base import MAX_BATCH_POINTS, MAX_REQUEST_BYTES, request_batches
+from spanqa.retriever.index.edge import EDGE_LOCK_FILE
 from spanqa.retriever.lexical import Bm25Encoder
 
 DIM = 8
@@ -623,3 +624,112 @@ def test_stats_count_the_points_on_both_backends(index: VectorIndex, rng: np.ran
     assert isinstance(index.build_search_index("stats_c"), bool)
     index.release()  # the embedded store gives its lock back and takes it again at the next call
     assert index.count("stats_c") == 12
+
+
+def _lock_is_free(store: Path) -> bool:
+    """Whether another process could take the store's lock now."""
+    import fcntl
+
+    fd = os.open(store / EDGE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing gives back a lock taken here
+    return True
+
+
+def test_edge_builds_the_graph_on_a_copy_with_the_store_free(
+    tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanqa.retriever.index import edge_optimize
+
+    points = make_points(rng, "doc-a", "/a", 40)
+    seen: list[tuple[bool, str]] = []
+
+    def optimize(directory: Path) -> bool:
+        # What the child process gets: a copy outside the collection, and a store anyone may open.
+        seen.append((_lock_is_free(tmp_path), Path(directory).name))
+        with EdgeVectorIndex(tmp_path) as other:
+            assert [h.id for h in other.search("c", points[3].vector, limit=1)] == [points[3].id]
+        return edge_optimize.optimize_shard(directory) or True
+
+    monkeypatch.setattr(edge_optimize, "optimize_in_child", optimize)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", points)
+        before = [h.id for h in index.search("c", points[9].vector, limit=5)]
+        assert index.build_search_index("c")
+        assert seen == [(True, f".build-c-{os.getpid()}")]
+        assert index.count("c") == 40
+        assert [h.id for h in index.search("c", points[9].vector, limit=5)] == before
+        assert index.list_collections() == ["c"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".build", ".old"))) == []
+
+
+def test_edge_drops_a_built_copy_when_the_collection_was_written_meanwhile(
+    tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanqa.retriever.index import edge_optimize
+
+    points = make_points(rng, "doc-a", "/a", 30)
+    late = make_points(rng, "doc-b", "/b", 1)
+
+    def optimize(directory: Path) -> bool:
+        with EdgeVectorIndex(tmp_path) as other:  # another ingest gets in while the graph is built
+            other.upsert("c", late)
+        return True
+
+    monkeypatch.setattr(edge_optimize, "optimize_in_child", optimize)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", points)
+        assert not index.build_search_index("c")
+        assert index.count("c") == 31  # the write that came meanwhile is kept, not the stale copy
+        assert index.search("c", late[0].vector, limit=1)[0].id == late[0].id
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".build")]
+
+
+def test_edge_finishes_a_swap_interrupted_between_its_renames(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    points = make_points(rng, "doc-a", "/a", 5)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", points)
+    (tmp_path / "c").rename(tmp_path / ".old-c")  # the first rename done, the second not
+    with EdgeVectorIndex(tmp_path) as index:
+        assert index.list_collections() == ["c"] and index.count("c") == 5
+    assert not (tmp_path / ".old-c").exists()
+
+
+def test_edge_build_failure_leaves_the_collection(
+    tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanqa.retriever.index import edge_optimize
+
+    def fail(directory: Path) -> bool:
+        raise RuntimeError("qdrant_edge: out of memory")
+
+    monkeypatch.setattr(edge_optimize, "optimize_in_child", fail)
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", make_points(rng, "doc-a", "/a", 5))
+        with pytest.raises(VectorIndexError, match="search index of 'c': qdrant_edge: out of memory"):
+            index.build_search_index("c")
+        assert index.count("c") == 5
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".build")]
+
+
+def test_edge_build_runs_edge_in_a_child_process(tmp_path: Path, rng: np.random.Generator) -> None:
+    # Too few vectors for Edge to build a graph: the child says so, the copy goes, the collection stays.
+    with EdgeVectorIndex(tmp_path) as index:
+        index.ensure_collection("c", DIM)
+        index.upsert("c", make_points(rng, "doc-a", "/a", 5))
+        assert index.build_search_index("c") is False
+        assert index.count("c") == 5
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".writes")) == [
+        EDGE_LOCK_FILE,
+        "c",
+    ]

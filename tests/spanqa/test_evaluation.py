@@ -164,3 +164,11 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
     summary = json.loads(result.stdout)
     assert summary["answers"] == 200 and 0 <= summary["ece_cv"] <= 1 and len(summary["curve_cv"]) == 20
     assert dict(zip(Calibrator.load(out).features, Calibrator.load(out).coef, strict=True))["margin"] > 0
+    other = tmp_path / "run2"
+    other.mkdir()
+    (other / "questions.jsonl").write_text((run / "questions.jsonl").read_text())
+    arguments = ["reader", "calibrate", str(run), str(other), "--out", str(out), "--json"]
+    both = CliRunner().invoke(main, arguments, env=env)
+    assert both.exit_code == 0, both.output
+    by_run = json.loads(both.stdout)["ece_cv_by_run"]
+    assert set(by_run) == {str(run), str(other)} and all(0 <= ece <= 1 for ece in by_run.values())
