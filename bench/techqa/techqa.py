@@ -654,10 +654,11 @@ def stats(cache: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
 # --- ingest -----------------------------------------------------------------------------------------------
 
 
-def ingest(cache: Path, split: str, data_dir: Path) -> None:
-    """Ingest a split's packages into ``data_dir`` with each package's globs (as a user would)."""
+def ingest(cache: Path, split: str, data_dir: Path, only: Sequence[str] = ()) -> None:
+    """Ingest a split's packages (``only`` these, when given) into ``data_dir`` with each package's globs
+    (as a user would)."""
     for package in load_packages().values():
-        if package.split != split:
+        if package.split != split or (only and package.name not in only):
             continue
         command = [sys.executable, "-m", "spanqa.cli", "--data-dir", str(data_dir), "ingest", "--no-prune"]
         for pattern in package.include:
@@ -766,6 +767,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=13)
     p = sub.add_parser("ingest")
     p.add_argument("split", choices=SPLITS)
+    p.add_argument("packages", nargs="*", help="only these packages of the split (default: all)")
     p.add_argument("--data-dir", type=Path, required=True)
     p = sub.add_parser("assemble")
     p.add_argument("--out", type=Path, default=None, help="default: CACHE/sets")
@@ -835,7 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(json.dumps({"out": str(args.out), **counts}))
     elif args.command == "ingest":
-        ingest(args.cache, args.split, args.data_dir)
+        ingest(args.cache, args.split, args.data_dir, args.packages)
     elif args.command == "assemble":
         rows = all_questions()
         report = check_questions(args.cache, rows)
