@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spanqa.reader.calibration import Calibrator, Candidate, content_words, features
+from spanqa.reader.calibration import Calibrator, Candidate, QuestionCues, features, question_cues
 from spanqa.reader.squad import normalize_answer
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
@@ -190,7 +190,7 @@ class AnswerBuilder:
         agreeing: dict[str, dict[int, int]] = {}
         for item in scored:
             agreeing.setdefault(item.words, {})[item.span.passage_index] = 1 + len(item.held)
-        question_words = content_words(question)
+        cues = question_cues(question)
         picked: list[Answer] = []
         picked_words: dict[str, int] = {}  # an answer's words -> its place in ``picked``
         sources: dict[int, list[AnswerSource]] = {}
@@ -207,7 +207,7 @@ class AnswerBuilder:
             if item.held:
                 sources[len(picked)] = item.held
             picked_words[item.words] = len(picked)
-            picked.append(self._answer(item, pages, relative, agreement, retrieval, question_words))
+            picked.append(self._answer(item, pages, relative, agreement, retrieval, cues))
         # Best first by the score shown (the probability of being right), never below min_score: an answer
         # below it leaves its place to the next candidate. Ties keep the reading's order.
         picked = [dataclasses.replace(a, also_in=tuple(sources.get(i, ()))) for i, a in enumerate(picked)]
@@ -246,7 +246,7 @@ class AnswerBuilder:
         relative: float,
         agreement: int,
         retrieval: dict[str, float],
-        question_words: set[str],
+        cues: QuestionCues,
     ) -> Answer:
         """One answer: its context and page, and its score (calibrated where a calibrator is set)."""
         span, passage = item.span, item.passage
@@ -272,7 +272,7 @@ class AnswerBuilder:
             sentence=context,
             answer=item.text,
         )
-        values = features(question_words, candidate)
+        values = features(cues, candidate)
         return Answer(
             text=item.text,
             score=self.calibrator.probability(values) if self.calibrator is not None else relative,

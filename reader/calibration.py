@@ -40,9 +40,23 @@ FEATURES = (
     "question_in_passage",
     "question_in_sentence",
     "answer_words",
+    "quantity_number",
+    "quantity_no_number",
+    "answer_number",
+    "answer_code",
+    "asks_default",
 )
+#: The features read from the question and the answer's text alone (a run recorded without them gets them
+#: from its questions and answers: ``answer_type_features``).
+ANSWER_TYPE_FEATURES = FEATURES[-5:]
 
 _WORD = re.compile(r"\w+")
+# A question that asks for a quantity: its answer should hold a number ("how many" answered with an
+# adjective is a miss the reader makes on documentation).
+_QUANTITY = re.compile(r"\bhow (many|much|long|large|big|far|often|old)\b|\bwhat (number|size|port)\b", re.I)
+_DIGIT = re.compile(r"\d")
+# Characters of an identifier, option, path or value rather than of prose.
+_CODE = re.compile(r"[-_/=<>:]|\.\w")
 # Words that say nothing about whether a passage is about the question.
 _STOP_WORDS_TEXT = """
 a an the of in on at to is was are were be been what which who whom whose when where why how did does do
@@ -65,6 +79,35 @@ def word_share(question_words: set[str], text: str) -> float:
     if not question_words:
         return 1.0
     return len(question_words & content_words(text)) / len(question_words)
+
+
+@dataclass(frozen=True)
+class QuestionCues:
+    """What the features need of a question, read once per question."""
+
+    words: set[str]
+    quantity: bool
+    default: bool
+
+
+def question_cues(question: str) -> QuestionCues:
+    """The content words of ``question``, and whether it asks for a quantity or a default."""
+    return QuestionCues(
+        content_words(question), bool(_QUANTITY.search(question)), "default" in question.lower()
+    )
+
+
+def answer_type_features(cues: QuestionCues, answer: str) -> dict[str, float]:
+    """Whether ``answer`` is of the kind the question asks for: a number for a quantity, and what it looks
+    like (a number; an identifier, option or path)."""
+    number = bool(_DIGIT.search(answer))
+    return {
+        "quantity_number": float(cues.quantity and number),
+        "quantity_no_number": float(cues.quantity and not number),
+        "answer_number": float(number),
+        "answer_code": float(bool(_CODE.search(answer))),
+        "asks_default": float(cues.default),
+    }
 
 
 def _inverse_rank(rank: int | None) -> float:
@@ -90,9 +133,10 @@ class Candidate:
     answer: str
 
 
-def features(question_words: set[str], candidate: Candidate) -> dict[str, float]:
-    """The calibrator's features of ``candidate`` for a question with these ``content_words``, by name
-    (see ``FEATURES``)."""
+def features(cues: QuestionCues, candidate: Candidate) -> dict[str, float]:
+    """The calibrator's features of ``candidate`` for a question with these cues, by name (see
+    ``FEATURES``)."""
+    question_words = cues.words
     return {
         "span_score": candidate.span_score,
         "margin": candidate.margin,
@@ -107,6 +151,7 @@ def features(question_words: set[str], candidate: Candidate) -> dict[str, float]
         "question_in_passage": word_share(question_words, candidate.passage_text),
         "question_in_sentence": word_share(question_words, candidate.sentence),
         "answer_words": math.log1p(len(_WORD.findall(candidate.answer))),
+        **answer_type_features(cues, candidate.answer),
     }
 
 

@@ -288,7 +288,13 @@ def reader_calibrate(
     their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
     split an article (SQuAD) or a file's first folder (a package of documentation) between fit and measure."""
     from spanqa.evaluation import abstention_report, read_questions
-    from spanqa.reader.calibration import CALIBRATION_FILE, expected_calibration_error, fit_calibrator
+    from spanqa.reader.calibration import (
+        CALIBRATION_FILE,
+        answer_type_features,
+        expected_calibration_error,
+        fit_calibrator,
+        question_cues,
+    )
     from spanqa.reader.model import resolve_reader_model
 
     settings = settings_from(ctx)
@@ -307,7 +313,14 @@ def reader_calibrate(
         target = location / CALIBRATION_FILE
     candidates = [r for r in records if r.get("features")]
     calibrator, metrics = fit_calibrator(
-        [r["features"] for r in candidates],
+        # A run recorded before the answer-type features gets them from its question and answer.
+        [
+            {
+                **answer_type_features(question_cues(r.get("question") or ""), r.get("candidate") or ""),
+                **r["features"],
+            }
+            for r in candidates
+        ],
         [bool(r["right"]) for r in candidates],
         [r["article"] for r in candidates],
         info={

@@ -11,13 +11,16 @@ import pytest
 
 from spanqa.reader.answers import AnswerBuilder
 from spanqa.reader.calibration import (
+    ANSWER_TYPE_FEATURES,
     FEATURES,
     CalibrationError,
     Calibrator,
     calibrator_for,
     content_words,
     expected_calibration_error,
+    answer_type_features,
     fit_calibrator,
+    question_cues,
     reliability,
     word_share,
 )
@@ -65,6 +68,23 @@ def test_expected_calibration_error_by_hand() -> None:
     ece = expected_calibration_error([0.9, 0.9, 0.1, 0.1], [True, False, False, False])
     assert ece == pytest.approx(0.25)
     assert [row[2] for row in reliability([0.9, 0.9, 0.1, 0.1], [True, False, False, False])] == [2, 2]
+
+
+def test_answer_type_features_say_whether_the_answer_is_what_the_question_asks_for() -> None:
+    quantity = question_cues("How many entries can the queue hold at most?")
+    assert quantity.quantity and not quantity.default and "queue" in quantity.words
+    assert answer_type_features(quantity, "16384")["quantity_number"] == 1.0
+    adjective = answer_type_features(quantity, "large")
+    assert adjective["quantity_no_number"] == 1.0 and adjective["quantity_number"] == 0.0
+    default = question_cues("Which http-reuse strategy is the default?")
+    assert default.default and not default.quantity
+    assert answer_type_features(default, "safe") == dict.fromkeys(ANSWER_TYPE_FEATURES, 0.0) | {
+        "asks_default": 1.0
+    }
+    for code in ("--dry-run", "/etc/ssh/sshd_config", "max_connections=100", "os.path"):
+        assert answer_type_features(default, code)["answer_code"] == 1.0, code
+    assert answer_type_features(default, "Mr. Smith")["answer_code"] == 0.0
+    assert set(ANSWER_TYPE_FEATURES) <= set(FEATURES)
 
 
 def test_question_words_ignore_stop_words() -> None:
