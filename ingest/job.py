@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spanqa.errors import SpanqaError
+from spanqa.errors import SpanqaError, first_line
 from spanqa.ingest.catalog import Catalog, document_id_for
 from spanqa.ingest.chunker import CHUNKER_VERSION, chunk_blocks, chunking_signature
 from spanqa.ingest.folding import fold_labels
@@ -35,7 +35,7 @@ from spanqa.ingest.report import (
 )
 from spanqa.ingest.walk import FoundFile, SkippedFile, inside, walk
 from spanqa.retriever.encoder import TextEncoder
-from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
+from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, VectorIndexError, collection_name
 from spanqa.settings import Settings
 from spanqa.types import Chunk, Document, DocumentStatus
 
@@ -199,7 +199,7 @@ class IngestJob:
         for outcome in self._index(pending, report):
             emit(outcome)
         if report.chunks_embedded:
-            report.index_build_seconds = self._build_search_index()
+            report.index_build_seconds, report.index_build_note = self._build_search_index()
         if self.share_store:
             self.index.release()
         report.seconds = time.perf_counter() - started
@@ -379,20 +379,29 @@ class IngestJob:
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
 
-    def _build_search_index(self) -> float:
-        """Build the HNSW graph when the vectors outside it reach ``hnsw_build_at``; the seconds it took."""
+    def _build_search_index(self) -> tuple[float, str | None]:
+        """Build the HNSW graph when the vectors outside it reach ``hnsw_build_at``: the seconds it took,
+        and why the graph stayed as it was, if it did (the files are indexed either way: search is exact
+        without the graph, and the next ingest tries again)."""
         if self.hnsw_build_at <= 0:
-            return 0.0
+            return 0.0, None
         collection = self.active_collection()
         waiting = self.index.stats(collection).unindexed
         if waiting < self.hnsw_build_at:
-            return 0.0
+            return 0.0, None
         if self.on_build is not None:
             self.on_build(waiting)
         started = time.perf_counter()
-        self.index.build_search_index(collection)
-        logger.info("built the HNSW graph over %d vectors", waiting)
-        return time.perf_counter() - started
+        note = None
+        try:
+            self.index.build_search_index(collection)
+        except VectorIndexError as exc:
+            note = f"the search index was not built: {first_line(exc)}"
+        if note is None:
+            logger.info("built the HNSW graph over %d vectors", waiting)
+        else:
+            logger.warning("%s", note)
+        return time.perf_counter() - started, note
 
     @contextlib.contextmanager
     def _stage(self, name: str) -> Iterator[None]:

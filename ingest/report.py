@@ -41,6 +41,8 @@ class IngestReport:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     #: Time spent building the HNSW graph after the run (0: not due, see ``hnsw_build_at``).
     index_build_seconds: float = 0.0
+    #: Why a due HNSW build left the graph as it was (None: built, or not due); the files stand either way.
+    index_build_note: str | None = None
 
     @property
     def chunks_per_second(self) -> float:
@@ -76,6 +78,7 @@ class IngestReport:
             "skipped_files": [dataclasses.asdict(f) for f in self.skipped_files],
             "stage_seconds": {stage: round(t, 3) for stage, t in self.stage_seconds.items()},
             "index_build_seconds": round(self.index_build_seconds, 3),
+            "index_build_note": self.index_build_note,
             "files": [dataclasses.asdict(o) for o in self.outcomes],
         }
 
@@ -92,6 +95,7 @@ class IngestReport:
             load_seconds=float(data["model_load_seconds"]),
             stage_seconds={str(k): float(v) for k, v in data.get("stage_seconds", {}).items()},
             index_build_seconds=float(data.get("index_build_seconds", 0.0)),
+            index_build_note=data.get("index_build_note"),
         )
 
 

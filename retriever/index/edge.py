@@ -536,10 +536,11 @@ class EdgeVectorIndex(ClosingIndex):
         ingest builds again.
 
         Returns:
-            True when the built copy replaced the collection.
+            True when the built copy replaced the collection, False when Edge found nothing to build.
 
         Raises:
-            VectorIndexError: the copy or the build failed (the collection is left as it was).
+            VectorIndexError: the copy or the build failed, or the collection was written meanwhile (it is
+                left as it was).
         """
         from spanqa.retriever.index import edge_optimize
 
@@ -572,7 +573,10 @@ class EdgeVectorIndex(ClosingIndex):
             if not built or self._writes(name) != writes or not self.has_collection(name):
                 shutil.rmtree(build, ignore_errors=True)
                 if built:
-                    logger.warning("collection %s was written while its graph was built: not replaced", name)
+                    raise VectorIndexError(
+                        f"collection {name!r} was written while its graph was built: the copy was dropped "
+                        "(the next ingest builds it again)"
+                    )
                 return False
             self._close_shard(name)
             old = self.path / f"{OLD_PREFIX}{name}"

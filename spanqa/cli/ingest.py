@@ -213,6 +213,8 @@ def _print_report(
         out.print(f"  [red]failed[/red] {outcome.path}: {outcome.error}")
     if report.orphans_removed:
         out.print(f"  removed {report.orphans_removed} orphan points left by an interrupted run")
+    if report.index_build_note:
+        out.print(f"  [yellow]note[/yellow] {report.index_build_note}", highlight=False)
 
 
 def _skipped_text(report: IngestReport) -> str:

@@ -23,7 +23,7 @@ from spanqa.ingest.job import (
 )
 from spanqa.ingest.model_check import ModelMismatchError
 from spanqa.retriever.encoder import SentenceEncoder
-from spanqa.retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex
+from spanqa.retriever.index import EdgeVectorIndex, IndexPoint, VectorIndex, VectorIndexError
 from spanqa.retriever.retriever import fold
 from spanqa.settings import Settings
 from spanqa.types import DocumentStatus
@@ -579,6 +579,19 @@ def test_a_run_that_leaves_many_vectors_unindexed_builds_the_search_index(
     report = env.job.run([env.docs])
     assert built == [env.job.active_collection()] and told == [29_000]
     assert report.index_build_seconds >= 0 and report.to_dict()["index_build_seconds"] >= 0
+    assert report.index_build_note is None
+
+    def refuse(name: str) -> bool:
+        raise VectorIndexError(f"collection {name!r} was written while its graph was built")
+
+    monkeypatch.setattr(env.index, "build_search_index", refuse)
+    write_tree(env.docs, {"late.txt": "A late file about Krakow."})
+    refused = env.job.run([env.docs])  # the files stand; the report says why the graph did not
+    assert refused.count("new") == 1 and "written while its graph was built" in (
+        refused.index_build_note or ""
+    )
+    assert IngestReport.from_dict(refused.to_dict()).index_build_note == refused.index_build_note
+    monkeypatch.setattr(env.index, "build_search_index", lambda name: built.append(name) or True)
     env.job.hnsw_build_at = 50_000  # fewer left out than the setting: nothing built
     write_tree(env.docs, {"more.txt": "Another file about Warsaw and the Vistula river."})
     env.job.run([env.docs])
