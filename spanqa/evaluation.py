@@ -390,13 +390,15 @@ def abstention_report(records: Sequence[dict[str, Any]], min_score: float) -> di
     Returns:
         Per kind the questions and the abstention rate at ``min_score``; on answerable questions the share
         answered right; the ECE of the top answers' scores; and per threshold, the right answers kept (as a
-        share of a run that never abstains) and the abstention rate on each unanswerable kind.
+        share of a run that never abstains) and the abstention rate on each unanswerable kind, on all of
+        them together and on the answerable questions.
     """
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_kind.setdefault(record["kind"], []).append(record)
 
     answerable = by_kind.get(ANSWERABLE, [])
+    unanswerable = [r for r in records if r["kind"] != ANSWERABLE]
 
     def answered(record: dict[str, Any], threshold: float) -> bool:
         return record["score"] is not None and record["score"] >= threshold
@@ -416,6 +418,9 @@ def abstention_report(records: Sequence[dict[str, Any]], min_score: float) -> di
         }
         for kind in (UNSEEN_ARTICLE, CUT_PARAGRAPH):
             row[f"abstain_{kind}"] = abstained(by_kind.get(kind, []), threshold)
+        # Every kind without an answer together (eval docs has one: "unanswerable"), and the cost side.
+        row["abstain_unanswerable"] = abstained(unanswerable, threshold)
+        row["abstain_answerable"] = abstained(answerable, threshold)
         curve.append(row)
     scored = [r for r in records if r["score"] is not None]
     report: dict[str, Any] = {

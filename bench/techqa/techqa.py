@@ -704,9 +704,14 @@ def review_report() -> dict[str, dict[str, Any]]:
     return {p: {**c, "rate": round(100 * c["rejected"] / c["sampled"], 1)} for p, c in sorted(counts.items())}
 
 
-def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
-    """Write techqa-SPLIT.json in the shape `spanqa eval docs` reads, files named PACKAGE/FILE."""
+def assemble(rows: list[dict[str, Any]], out_dir: Path, only: Sequence[str] = ()) -> dict[str, int]:
+    """Write techqa-SPLIT.json in the shape `spanqa eval docs` reads, files named PACKAGE/FILE; with ``only``,
+    techqa-SPLIT<N>.json for the split's questions on those N packages (what `ingest SPLIT PACKAGES` took)."""
     packages = load_packages()
+    if only:
+        rows = [q for q in rows if q["package"] in only]
+        if len({packages[name].split for name in only}) != 1:
+            raise SystemExit("the packages given to assemble must be of one split")
     splits: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
     for q in rows:
         package = packages[q["package"]]
@@ -722,7 +727,12 @@ def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
         splits[package.split].append(record)
     out_dir.mkdir(parents=True, exist_ok=True)
     for split, records in splits.items():
-        names = sorted({p.name for p in packages.values() if p.split == split})
+        names = sorted(
+            {p.name for p in packages.values() if p.split == split and (not only or p.name in only)}
+        )
+        if not names:
+            continue
+        stem = f"techqa-{split}{len(names) if only else ''}"
         data = {
             "name": f"spanqa-techqa {split}",
             "about": "Questions over Debian documentation packages (bench/techqa); files are PACKAGE/FILE "
@@ -730,8 +740,8 @@ def assemble(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, int]:
             "packages": names,
             "questions": records,
         }
-        (out_dir / f"techqa-{split}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    return {split: len(records) for split, records in splits.items()}
+        (out_dir / f"{stem}.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return {split: len(records) for split, records in splits.items() if records}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -770,6 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("packages", nargs="*", help="only these packages of the split (default: all)")
     p.add_argument("--data-dir", type=Path, required=True)
     p = sub.add_parser("assemble")
+    p.add_argument("packages", nargs="*", help="only these packages of one split (techqa-SPLIT<N>.json)")
     p.add_argument("--out", type=Path, default=None, help="default: CACHE/sets")
     args = parser.parse_args(argv)
 
@@ -844,7 +855,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if report.errors:
             print("\n".join(report.errors[:20]))
             raise SystemExit(f"{len(report.errors)} questions fail the check: nothing assembled")
-        counts = assemble(rows, args.out or args.cache / "sets")
+        counts = assemble(rows, args.out or args.cache / "sets", args.packages)
         print(json.dumps(counts))
     return 0
 

@@ -337,23 +337,24 @@ def reader_calibrate(
     rescored = [{**r, "score": held_out.get(id(r))} for r in records]
     report = abstention_report(rescored, settings.min_score)
     # Pooled, a run's miscalibration can hide behind another's: each run is measured on its own too.
-    by_run = {
-        run: round(
-            expected_calibration_error(
-                [held_out[id(r)] for r in candidates if r["article"].startswith(f"{number}:")],
-                [bool(r["right"]) for r in candidates if r["article"].startswith(f"{number}:")],
+    by_run = {}
+    for number, run in enumerate(runs):
+        mine = [r for r in rescored if r["article"].startswith(f"{number}:")]
+        scored = [r for r in mine if r["score"] is not None]
+        by_run[run] = {
+            "ece_cv": round(
+                expected_calibration_error([r["score"] for r in scored], [bool(r["right"]) for r in scored]),
+                4,
             ),
-            4,
-        )
-        for number, run in enumerate(runs)
-    }
+            "curve_cv": abstention_report(mine, settings.min_score)["curve"],
+        }
     summary = {
         "calibrator": str(target),
         "answers": metrics["answers"],
         "right": metrics["right"],
         "folds": metrics["folds"],
         "ece_cv": round(metrics["ece_cv"], 4),
-        "ece_cv_by_run": by_run,
+        "by_run": by_run,
         "ece_relative_score": round(metrics["ece_relative_score"], 4),
         "reliability_cv": [
             {"bin": f"{low:.1f}-{high:.1f}", "answers": n, "mean_score": round(p, 4), "right": round(a, 4)}
@@ -373,7 +374,7 @@ def reader_calibrate(
         f"(the relative score: {metrics['ece_relative_score']:.3f})"
     )
     if len(runs) > 1:
-        click.echo("by run: " + "; ".join(f"{run} ECE {ece:.3f}" for run, ece in by_run.items()))
+        click.echo("by run: " + "; ".join(f"{run} ECE {row['ece_cv']:.3f}" for run, row in by_run.items()))
     from rich.table import Table
 
     table = Table("min_score", "right answers kept %", "abstain unseen %", "abstain cut %", show_edge=False)

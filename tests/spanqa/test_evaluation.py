@@ -170,5 +170,8 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
     arguments = ["reader", "calibrate", str(run), str(other), "--out", str(out), "--json"]
     both = CliRunner().invoke(main, arguments, env=env)
     assert both.exit_code == 0, both.output
-    by_run = json.loads(both.stdout)["ece_cv_by_run"]
-    assert set(by_run) == {str(run), str(other)} and all(0 <= ece <= 1 for ece in by_run.values())
+    by_run = json.loads(both.stdout)["by_run"]
+    assert set(by_run) == {str(run), str(other)} and all(0 <= row["ece_cv"] <= 1 for row in by_run.values())
+    for row in by_run.values():
+        declined = [point["abstain_answerable"] for point in row["curve_cv"]]
+        assert declined == sorted(declined) and row["curve_cv"][0]["abstain_unanswerable"] <= 100
