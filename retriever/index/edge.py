@@ -542,7 +542,8 @@ class EdgeVectorIndex(ClosingIndex):
             VectorIndexError: the copy or the build failed, or the collection was written meanwhile (it is
                 left as it was).
         """
-        from spanqa.retriever.index import edge_optimize
+        # Looked up at each call: tests stand in for the child process.
+        from spanqa.retriever.index.edge_optimize import optimize_in_child
 
         with self._mutex:
             self._shard(name)  # exists, and the store is ours
@@ -560,7 +561,7 @@ class EdgeVectorIndex(ClosingIndex):
                 ) from exc
             self.release()
         try:
-            built = edge_optimize.optimize_in_child(build)
+            built = optimize_in_child(build)
         except (OSError, RuntimeError) as exc:
             shutil.rmtree(build, ignore_errors=True)
             raise VectorIndexError(f"cannot build the search index of {name!r}: {first_line(exc)}") from exc
