@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 # How often `jobs --watch` looks at the job again.
 FOLLOW_POLL_S = 0.5
+#: How often the foreground watcher wakes without a change (ms): the first run waits for its first wake.
+WATCH_TICK_MS = 300
 
 
 @click.command()
@@ -166,9 +168,20 @@ def _watch_here(settings: Settings, folder: Path, include: tuple[str, ...], excl
     try:
         with Runtime(settings) as runtime:
             click.echo(f"watching {folder} in this process (no broker set); Ctrl-C stops")
-            sweep(runtime)
-            for _ in watchfiles.watch(folder, watch_filter=relevant, stop_event=stop, raise_interrupt=False):
-                sweep(runtime)
+            swept = False
+            # The first run starts once the watcher is live (its first timeout), so that a file made while
+            # it runs, or just after, is seen; changes during any run are kept for the next.
+            for changes in watchfiles.watch(
+                folder,
+                watch_filter=relevant,
+                stop_event=stop,
+                raise_interrupt=False,
+                yield_on_timeout=True,
+                rust_timeout=WATCH_TICK_MS,
+            ):
+                if changes or not swept:
+                    sweep(runtime)
+                    swept = True
                 if stop.is_set():
                     break
     finally:
