@@ -43,16 +43,22 @@ def machine() -> dict[str, Any]:
     import torch
 
     cpu = platform.processor() or platform.machine()
+    flags: set[str] = set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             for line in fh:
                 if line.startswith("model name"):
                     cpu = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
                     break
     except OSError:
         pass
+    # What int8 speed-ups depend on: VNNI does int8 dot products in one instruction, AVX2 in three.
+    vector = [f for f in ("avx512_vnni", "avx_vnni", "avx512f", "avx2") if f in flags]
     return {
         "cpu": cpu,
+        "isa": vector[0] if vector else "other",
         "cores": os.cpu_count(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),

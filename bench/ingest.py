@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import emit_results, machine, summarize_ms, write_corpus
 from spanqa import pipeline
 from spanqa.runtime import Runtime
-from spanqa.settings import Settings
+from spanqa.settings import CHOICES, Settings
 from spanqa.types import SearchOptions
 
 
@@ -36,6 +36,9 @@ def main() -> None:
     parser.add_argument("--chunk-tokens", type=int, default=100)
     parser.add_argument("--overlap", type=int, default=20)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--encoder-precision", choices=CHOICES["encoder_precision"], default=Settings.encoder_precision
+    )
     parser.add_argument("--out", type=Path, help="Write the results as JSON here too.")
     args = parser.parse_args()
 
@@ -43,7 +46,11 @@ def main() -> None:
     # About 560 characters per 100-token chunk of Wikipedia English, plus the overlap.
     chars, questions = write_corpus(work / "docs", min_chars=int(args.chunks * 560 * 0.85))
     settings = Settings.load(
-        environ={}, data_dir=work / "data", chunk_tokens=args.chunk_tokens, chunk_overlap=args.overlap
+        environ={},
+        data_dir=work / "data",
+        chunk_tokens=args.chunk_tokens,
+        chunk_overlap=args.overlap,
+        encoder_precision=args.encoder_precision,
     )
     with Runtime(settings) as runtime:
         runtime.encoder.warm_up()
@@ -68,6 +75,7 @@ def main() -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
         "retriever_model": settings.retriever_model,
+        "encoder_precision": getattr(runtime.encoder, "precision", "fp32"),
         "files": len(report.outcomes),
         "characters": chars,
         "chunks": chunks,

@@ -36,10 +36,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import SQUAD_TRAIN, emit_results, machine, summarize_ms
-from spanqa.retriever.encoder import SentenceEncoder, resolve_encoder_model
 from spanqa.retriever.index import EdgeVectorIndex, IndexPoint
 from spanqa.retriever.lexical import Bm25Encoder, weighted_score_fusion
-from spanqa.settings import DEFAULT_RETRIEVER_MODEL
+from spanqa.retriever.onnx_encoder import OnnxEncoder
+from spanqa.settings import CHOICES, DEFAULT_RETRIEVER_MODEL, Settings
 
 COLLECTION = "scale"
 BATCH = 2000
@@ -96,6 +96,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--data-dir", type=Path, required=True, help="A new folder for the store.")
     parser.add_argument("--embeddings", type=Path, help="Keep (or reuse) the real embeddings here (.npz).")
+    parser.add_argument(
+        "--quantization",
+        choices=CHOICES["vector_quantization"],
+        default=Settings.vector_quantization,
+        help="How the store keeps the vectors (the vector_quantization setting).",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.data_dir.exists() and any(args.data_dir.iterdir()):
@@ -106,7 +112,8 @@ def main() -> None:
         raise SystemExit(f"only {len(passages)} real passages (add --texts, or lower --real)")
     rng = random.Random(7)
     passages = rng.sample(passages, args.real)
-    encoder = SentenceEncoder(model=resolve_encoder_model(DEFAULT_RETRIEVER_MODEL))
+    # The encoder an ingest uses by default (ONNX Runtime, int8): what a user's million passages would get.
+    encoder = OnnxEncoder(model=DEFAULT_RETRIEVER_MODEL, cache_dir=Settings().model_cache, precision="int8")
     started = time.perf_counter()
     if args.embeddings is not None and args.embeddings.is_file():
         real = np.load(args.embeddings)["vectors"][: args.real]
@@ -135,7 +142,7 @@ def main() -> None:
     sources = np.concatenate([np.arange(args.real), first])
 
     store = args.data_dir / "qdrant"
-    index = EdgeVectorIndex(store)
+    index = EdgeVectorIndex(store, quantization=args.quantization)
     index.ensure_collection(COLLECTION, vectors.shape[1])
     ids = [str(uuid.UUID(int=i + 1)) for i in range(args.total)]
     started = time.perf_counter()
@@ -185,6 +192,7 @@ def main() -> None:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": machine(),
         "real_passages": args.real,
+        "quantization": args.quantization,
         "points": stats.points,
         "hnsw_indexed": stats.indexed,
         "dimension": int(vectors.shape[1]),

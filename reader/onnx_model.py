@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from spanqa.errors import SpanqaError
-from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session, published
+from spanqa.onnx_export import (
+    cached_export_path,
+    export_module,
+    int8_path,
+    load_for_export,
+    open_session,
+    quantize_int8,
+)
 from spanqa.reader.tokenization import SpanTokenizer
 
 logger = logging.getLogger(__name__)
@@ -97,30 +104,6 @@ def export_span_model(folder: Path, destination: Path) -> Path:
     return destination
 
 
-def quantize_span_model(source: Path, destination: Path) -> Path:
-    """Dynamic int8 quantization of an exported span model.
-
-    Weights are int8 with one scale per output channel, activations are quantized per batch. One scale per
-    weight tensor (the per-tensor default) cost an earlier shipped reader 4.1 F1 on SQuAD dev; per channel it
-    costs 0.2-0.4 F1 at the same speed (docs/benchmarks.md).
-    """
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # The quantizer logs advice about image models through logging.warning(), which would also give the root
-    # logger a stderr handler for good: a null handler and a raised level keep both away from the user.
-    root = logging.getLogger()
-    quiet, level = logging.NullHandler(), root.level
-    root.addHandler(quiet)
-    root.setLevel(logging.ERROR)
-    try:
-        with published(destination) as partial:
-            quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True)
-    finally:
-        root.removeHandler(quiet)
-        root.setLevel(level)
-    return destination
-
-
 def load_onnx_reader(
     folder: Path, *, cache_dir: Path, threads: int = 0, precision: str = "fp32"
 ) -> tuple[OnnxSpanModel, SpanTokenizer]:
@@ -140,11 +123,10 @@ def load_onnx_reader(
         logger.info("exporting the reader %s to ONNX (once) at %s", folder, onnx_file)
         export_span_model(folder, onnx_file)
     if precision == "int8":
-        # "pc": per-channel; a per-tensor copy cached by an earlier version is not reused.
-        quantized = onnx_file.with_name(onnx_file.stem + "-int8pc.onnx")
+        quantized = int8_path(onnx_file)
         if not quantized.is_file():
             logger.info("quantizing the reader to int8 (once) at %s", quantized)
-            quantize_span_model(onnx_file, quantized)
+            quantize_int8(onnx_file, quantized)
         onnx_file = quantized
     model = OnnxSpanModel(open_session(onnx_file, threads=threads), name_or_path=str(folder))
     token_types = "token_type_ids" in model.input_names

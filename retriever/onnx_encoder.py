@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from spanqa.onnx_export import cached_export_path, export_module, load_for_export, open_session
+from spanqa.onnx_export import (
+    cached_export_path,
+    export_module,
+    int8_path,
+    load_for_export,
+    open_session,
+    quantize_int8,
+)
 from spanqa.retriever.encoder import POOLING_MODES, EncoderLoadError, resolve_encoder_model
 
 logger = logging.getLogger(__name__)
@@ -89,6 +96,9 @@ class OnnxEncoder:
         batch_size: texts per session run (texts are sorted by length first).
         max_seq_length: cut texts after this many tokens.
         threads: ONNX Runtime intra-op threads (0: its default).
+        pooling: "auto" (the model's own) or a mode of ``POOLING_MODES``.
+        precision: "fp32" (the model's own vectors) or "int8" (dynamic quantization, weights per channel:
+            about twice as fast on CPUs with int8 dot products, vectors within a cosine of about 0.99).
     """
 
     def __init__(
@@ -100,8 +110,10 @@ class OnnxEncoder:
         max_seq_length: int = 256,
         threads: int = 0,
         pooling: str = "auto",
+        precision: str = "fp32",
     ) -> None:
         self._name = model
+        self.precision = precision
         self._pooling = pooling
         self._mode = "mean"  # the pooling applied: the setting's, or the model's own for "auto"
         self.cache_dir = Path(cache_dir)
@@ -142,6 +154,14 @@ class OnnxEncoder:
         if not onnx_file.is_file():
             logger.info("exporting %s to ONNX (once) at %s", folder, onnx_file)
             export_onnx(folder, onnx_file)
+        if self.precision == "int8":
+            quantized = int8_path(onnx_file)
+            if not quantized.is_file():
+                logger.info("quantizing the encoder to int8 (once) at %s", quantized)
+                quantize_int8(onnx_file, quantized)
+            onnx_file = quantized
+        elif self.precision != "fp32":
+            raise ValueError(f"encoder precision must be fp32 or int8, not {self.precision!r}")
         session = open_session(onnx_file, threads=self.threads)
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tokenizer.enable_truncation(self._model_max_length(folder))

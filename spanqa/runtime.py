@@ -147,6 +147,7 @@ class Runtime:
             wait_s=wait_s,
             rewait_s=s.store_wait_s,
             on_wait=self.on_wait,
+            quantization=s.vector_quantization,
         )
 
     @property
@@ -158,9 +159,13 @@ class Runtime:
 
     def _make_encoder(self) -> TextEncoder:
         """ONNX Runtime where the model allows it (same vectors, far less start-up), else torch."""
-        from spanqa.retriever.encoder import SentenceEncoder
+        from spanqa.retriever.encoder import EncoderLoadError, SentenceEncoder
 
         s = self.settings
+        # int8 needs ONNX Runtime: asked for by name it is never silently dropped; "auto" takes fp32 on torch.
+        int8_required = s.encoder_precision == "int8"
+        if int8_required and s.encoder_backend == "torch":
+            raise EncoderLoadError("encoder_precision 'int8' needs ONNX Runtime; encoder_backend is 'torch'")
         if s.encoder_backend in {"auto", "onnx"}:
             from spanqa.retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx
 
@@ -171,6 +176,7 @@ class Runtime:
                 max_seq_length=s.retriever_max_seq_length,
                 threads=s.torch_threads,
                 pooling=s.pooling,
+                precision="fp32" if s.encoder_precision == "fp32" else "int8",
             )
             try:
                 encoder.warm_up()
@@ -178,9 +184,11 @@ class Runtime:
             except (UnsupportedForOnnx, ImportError) as exc:
                 if s.encoder_backend == "onnx":
                     raise
+                if int8_required:
+                    raise EncoderLoadError(f"encoder_precision 'int8' needs ONNX Runtime: {exc}") from exc
                 logger.info("retriever on torch: %s", exc)
             except Exception as exc:  # a model the exporter cannot handle: torch still can
-                if s.encoder_backend == "onnx":
+                if s.encoder_backend == "onnx" or int8_required:
                     raise
                 logger.warning("ONNX export of %s failed (%s); using torch", s.retriever_model, exc)
         self._configure_torch()

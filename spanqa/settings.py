@@ -46,6 +46,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "encoder_backend": ("auto", "onnx", "torch"),
     "reader_backend": ("auto", "onnx", "torch"),
     "reader_precision": ("auto", "fp32", "int8"),
+    "encoder_precision": ("auto", "fp32", "int8"),
+    # "none": every vector in memory as float32; "int8": a scalar-quantized copy in memory (a quarter of the
+    # size) that the search walks, the float32 vectors on disk to rescore the best candidates.
+    "vector_quantization": ("none", "int8"),
     "retrieval": ("dense", "lexical", "hybrid"),
     "fusion": ("rrf", "weighted"),
     "pooling": ("auto", "mean", "cls", "max"),
@@ -89,6 +93,7 @@ class Settings:
     retriever_model: str = DEFAULT_RETRIEVER_MODEL
     pooling: str = "auto"
     encoder_backend: str = "auto"
+    encoder_precision: str = "auto"
     model_cache_dir: Path | None = None
     retriever_batch_size: int = 64
     retriever_max_seq_length: int = 256
@@ -99,6 +104,8 @@ class Settings:
     fold_similarity: float = 0.98
     #: An ingest that leaves at least this many vectors outside the HNSW graph builds it (0: never).
     hnsw_build_at: int = 20_000
+    #: How the embedded store keeps the vectors of a collection it creates (an existing one keeps its own).
+    vector_quantization: str = "none"
     retrieval: str = "hybrid"
     fusion: str = "weighted"
     lexical_weight: float = 1.0

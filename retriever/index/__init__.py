@@ -52,6 +52,7 @@ def open_vector_index(
     wait_s: float = 0.0,
     rewait_s: float | None = None,
     on_wait: Callable[[str], None] | None = None,
+    quantization: str = "none",
 ) -> VectorIndex:
     """Open the configured vector index: a Qdrant server if ``url`` is given, else the Edge store at ``path``.
 
@@ -63,12 +64,13 @@ def open_vector_index(
         wait_s: how long the embedded store waits for another process that holds it (0: fail at once).
         rewait_s: how long it waits when it takes the store again after ``release()`` (default: ``wait_s``).
         on_wait: told once when that wait has lasted a second.
+        quantization: how the vectors of collections created from now on are kept (``VECTOR_QUANTIZATIONS``).
 
     Returns:
         An open VectorIndex; close it when done.
     """
     if url:
-        return ServerVectorIndex(url, api_key=api_key, timeout=timeout)
+        return ServerVectorIndex(url, api_key=api_key, timeout=timeout, quantization=quantization)
     if path is None:
         raise ValueError("open_vector_index needs a path (Qdrant Edge) or a url (Qdrant server)")
-    return EdgeVectorIndex(path, wait_s=wait_s, rewait_s=rewait_s, on_wait=on_wait)
+    return EdgeVectorIndex(path, wait_s=wait_s, rewait_s=rewait_s, on_wait=on_wait, quantization=quantization)

@@ -19,11 +19,14 @@ from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 from spanqa.errors import SpanqaError
 from spanqa.retriever.lexical import SparseVector
+from spanqa.settings import CHOICES
 
 T = TypeVar("T")
 
 #: The sparse vector of each point that holds its BM25 term weights (see ``retriever.lexical``).
 LEXICAL_VECTOR = "lexical"
+#: How a new collection keeps its dense vectors (the words of the ``vector_quantization`` setting).
+VECTOR_QUANTIZATIONS = CHOICES["vector_quantization"]
 #: Payload fields that get a keyword payload index in every collection.
 INDEXED_PAYLOAD_FIELDS: tuple[str, ...] = ("document_id", "path")
 #: Keep each upsert request under this many (estimated) bytes; servers reject huge bodies.
@@ -340,6 +343,13 @@ def prepare_points(
         for _, vector, payload, sparse in prepared
     ]
     return prepared, sizes
+
+
+def check_quantization(quantization: str) -> None:
+    """Refuse a ``quantization`` word that no store knows."""
+    if quantization not in VECTOR_QUANTIZATIONS:
+        choices = ", ".join(VECTOR_QUANTIZATIONS)
+        raise ValueError(f"quantization must be one of {choices}, not {quantization!r}")
 
 
 def check_collection_name(name: str) -> None:

@@ -32,6 +32,7 @@ from spanqa.retriever.index.base import (
     VectorIndexInUseError,
     check_collection_name,
     check_dimension,
+    check_quantization,
     normalize_id,
     prepare_points,
     ranked_hits,
@@ -76,6 +77,7 @@ class EdgeVectorIndex(ClosingIndex):
         wait_s: float = 0.0,
         rewait_s: float | None = None,
         on_wait: Callable[[str], None] | None = None,
+        quantization: str = "none",
     ) -> None:
         """Open (creating if needed) the store directory and lock it.
 
@@ -84,8 +86,12 @@ class EdgeVectorIndex(ClosingIndex):
             wait_s: how long to wait for another process that holds the store (0: fail at once).
             rewait_s: how long to wait when taking the store again after ``release()`` (default: wait_s).
             on_wait: told, once, when the wait has lasted ``WAIT_NOTICE_S`` (what to show the user).
+            quantization: how collections created from now on keep their vectors (``VECTOR_QUANTIZATIONS``).
         """
         import qdrant_edge
+
+        check_quantization(quantization)
+        self.quantization = quantization
 
         self._q: Any = qdrant_edge
         self.path = Path(path).expanduser()
@@ -279,7 +285,7 @@ class EdgeVectorIndex(ClosingIndex):
                 logger.warning("removing incomplete collection directory %s", directory)
                 shutil.rmtree(directory)
             config = q.EdgeConfig(
-                vectors=q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine),
+                vectors=self._vector_params(dimension),
                 sparse_vectors={LEXICAL_VECTOR: q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
                 # Keep every upserted point searchable at once, whatever the segment size.
                 optimizers=q.EdgeOptimizersConfig(prevent_unoptimized=False),
@@ -293,6 +299,21 @@ class EdgeVectorIndex(ClosingIndex):
             self._shards[name] = shard
             self._dimensions[name] = dimension
             logger.info("created collection %s (%d-d, cosine) in %s", name, dimension, self.path)
+
+    def _vector_params(self, dimension: int) -> Any:
+        q = self._q
+        if self.quantization == "none":
+            return q.EdgeVectorParams(size=dimension, distance=q.Distance.Cosine)
+        # The graph walk reads the int8 copy (pinned in memory); the float32 vectors stay in their file, not
+        # read ahead ("cold"): only the best candidates' pages are read, to rescore them.
+        return q.EdgeVectorParams(
+            size=dimension,
+            distance=q.Distance.Cosine,
+            memory=q.Memory.Cold,
+            quantization_config=q.ScalarQuantizationConfig(
+                type=q.ScalarType.Int8, quantile=0.99, memory=q.Memory.Pinned
+            ),
+        )
 
     def has_collection(self, name: str) -> bool:
         """Whether collection ``name`` exists."""

@@ -28,6 +28,7 @@ from spanqa.retriever.index.base import (
     VectorIndexError,
     VectorIndexUnavailableError,
     check_dimension,
+    check_quantization,
     normalize_id,
     prepare_points,
     ranked_hits,
@@ -60,16 +61,21 @@ _CONNECTION_ERROR_NAMES = frozenset(
 class ServerVectorIndex(ClosingIndex):
     """A Qdrant server through ``qdrant_client`` (``url=":memory:"``: in-process local mode, for tests)."""
 
-    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, *, api_key: str | None = None, timeout: float = 30.0, quantization: str = "none"
+    ) -> None:
         """Create the client (no request is made yet).
 
         Args:
             url: Server URL such as ``http://localhost:6333``, or ``:memory:``.
             api_key: Optional API key (never logged).
             timeout: Request timeout in seconds.
+            quantization: how collections created from now on keep their vectors (``VECTOR_QUANTIZATIONS``).
         """
         from qdrant_client import QdrantClient, models
 
+        check_quantization(quantization)
+        self.quantization = quantization
         self._models: Any = models
         self._lexical: dict[str, bool] = {}
         self._local = url == ":memory:"
@@ -92,6 +98,19 @@ class ServerVectorIndex(ClosingIndex):
         logger.debug("using Qdrant at %s", self._display_url)
 
     # -- helpers ------------------------------------------------------------------------------------------
+
+    def _vector_config(self, dimension: int) -> dict[str, Any]:
+        """``create_collection``'s dense-vector arguments for this store's ``quantization``."""
+        m = self._models
+        if self.quantization == "none":
+            return {"vectors_config": m.VectorParams(size=dimension, distance=m.Distance.COSINE)}
+        # As the embedded store: an int8 copy in memory for the search, float32 vectors on disk to rescore.
+        return {
+            "vectors_config": m.VectorParams(size=dimension, distance=m.Distance.COSINE, on_disk=True),
+            "quantization_config": m.ScalarQuantization(
+                scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, quantile=0.99, always_ram=True)
+            ),
+        }
 
     def _is_not_found(self, exc: BaseException) -> bool:
         """Whether ``exc`` says that a collection does not exist."""
@@ -202,7 +221,7 @@ class ServerVectorIndex(ClosingIndex):
                     name,
                     lambda: self._client.create_collection(
                         name,
-                        vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
+                        **self._vector_config(dimension),
                         sparse_vectors_config={LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
                     ),
                 )

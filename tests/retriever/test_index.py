@@ -598,12 +598,15 @@ def test_replaced_point_loses_its_old_terms(index: VectorIndex, coll: str, rng: 
 
 
 @pytest.mark.slow
-def test_edge_builds_the_hnsw_graph_and_says_so(tmp_path: Path, rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("quantization", ["none", "int8"])
+def test_edge_builds_the_hnsw_graph_and_says_so(
+    tmp_path: Path, rng: np.random.Generator, quantization: str
+) -> None:
     # Enough 384-d vectors to pass Edge's own indexing threshold (about 10 MB of vectors, in KB).
     vectors = rng.standard_normal((8000, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     points = make_points(rng, "doc-a", "/a", len(vectors), vectors=vectors)
-    with EdgeVectorIndex(tmp_path) as index:
+    with EdgeVectorIndex(tmp_path, quantization=quantization) as index:
         index.ensure_collection("c", 384)
         for start in range(0, len(points), 2000):
             index.upsert("c", points[start : start + 2000])
@@ -613,6 +616,33 @@ def test_edge_builds_the_hnsw_graph_and_says_so(tmp_path: Path, rng: np.random.G
         after = index.stats("c")
         assert after.points == after.indexed == 8000 and after.unindexed == 0
         assert index.search("c", vectors[123], limit=1)[0].id == points[123].id  # the graph finds it
+
+
+def test_edge_int8_collection_searches_as_float32_and_keeps_its_layout(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    vectors = unit_vectors(rng, 300, 32)
+    points = make_points(rng, "doc-a", "/a", len(vectors), vectors=vectors)
+    queries = unit_vectors(rng, 20, 32)
+    exact = np.argsort(-(queries @ vectors.T), axis=1)[:, :5]
+    with EdgeVectorIndex(tmp_path, quantization="int8") as index:
+        index.ensure_collection("q", 32)
+        index.upsert("q", points)
+        for query, best in zip(queries, exact, strict=True):
+            hits = index.search("q", query, limit=5)
+            assert [h.id for h in hits] == [points[i].id for i in best]
+            # Scores are the float32 cosines (rescored), not the int8 copy's approximations.
+            assert abs(hits[0].score - float(query @ vectors[best[0]])) < 1e-4
+    config = (tmp_path / "q" / "edge_config.json").read_text()
+    assert "quantization" in config and "int8" in config.lower()
+    with EdgeVectorIndex(tmp_path) as index:  # opened with the default: the collection keeps its own
+        index.ensure_collection("q", 32)
+        index.ensure_collection("plain", 32)
+        assert index.search("q", queries[0], limit=1)[0].id == points[exact[0][0]].id
+    assert "int8" in (tmp_path / "q" / "edge_config.json").read_text().lower()
+    assert "int8" not in (tmp_path / "plain" / "edge_config.json").read_text().lower()
+    with pytest.raises(ValueError, match="quantization must be one of none, int8"):
+        EdgeVectorIndex(tmp_path / "other", quantization="pq")
 
 
 def test_stats_count_the_points_on_both_backends(index: VectorIndex, rng: np.random.Generator) -> None:

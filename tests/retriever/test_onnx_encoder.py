@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spanqa.retriever.encoder import SentenceEncoder
+from spanqa.retriever.encoder import EncoderLoadError, SentenceEncoder
 from spanqa.retriever.onnx_encoder import OnnxEncoder, UnsupportedForOnnx, own_pooling
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
@@ -113,3 +113,41 @@ def test_pool_by_hand() -> None:
     assert pool(hidden, mask, "mean").tolist() == [[2.0, 2.0]]
     assert pool(hidden, mask, "cls").tolist() == [[1.0, 5.0]]
     assert pool(hidden, mask, "max").tolist() == [[3.0, 5.0]]
+
+
+def test_int8_copy_is_made_once_and_gives_near_vectors(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    fp32 = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, max_seq_length=64)
+    int8 = OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, max_seq_length=64, precision="int8")
+    a, b = fp32.encode(TEXTS), int8.encode(TEXTS)
+    assert b.shape == a.shape and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    assert np.abs(a - b).max() > 0  # another model ran
+    assert float(np.min(np.sum(a * b, axis=1))) > 0.9  # and it points the same way
+    made = sorted(p.name for p in tmp_path.glob("*.onnx"))
+    assert len(made) == 2 and any(name.endswith("-int8pc.onnx") for name in made)
+    OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, precision="int8").warm_up()
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == made
+    with pytest.raises(ValueError, match="fp32 or int8"):
+        OnnxEncoder(model=str(tiny_bert_dir), cache_dir=tmp_path, precision="fp16").warm_up()
+
+
+def test_runtime_resolves_the_encoder_precision(settings: Settings, tmp_path: Path) -> None:
+    for asked, loaded in [("auto", "int8"), ("int8", "int8"), ("fp32", "fp32")]:
+        with Runtime(settings.replace(encoder_precision=asked)) as runtime:
+            encoder = runtime.encoder
+            assert isinstance(encoder, OnnxEncoder) and encoder.precision == loaded
+    with Runtime(settings.replace(encoder_backend="torch", encoder_precision="auto")) as runtime:
+        assert isinstance(runtime.encoder, SentenceEncoder)  # "auto" is fp32 on torch
+    with (
+        Runtime(settings.replace(encoder_backend="torch", encoder_precision="int8")) as runtime,
+        pytest.raises(EncoderLoadError, match=r"'int8' needs ONNX Runtime; encoder_backend is 'torch'"),
+    ):
+        _ = runtime.encoder
+    model = tmp_path / "dense-head"
+    shutil.copytree(settings.retriever_model, model)
+    dense_head = [{"type": "sentence_transformers.models.Dense", "path": "x"}]
+    (model / "modules.json").write_text(json.dumps(dense_head))
+    with (
+        Runtime(settings.replace(retriever_model=str(model), encoder_precision="int8")) as runtime,
+        pytest.raises(EncoderLoadError, match=r"encoder_precision 'int8' needs ONNX Runtime: .*pool"),
+    ):
+        _ = runtime.encoder
