@@ -22,6 +22,10 @@ from spanqa.retriever.index.base import (
     INDEXED_PAYLOAD_FIELDS,
     LEXICAL_VECTOR,
     MAX_BATCH_POINTS,
+    QUANTIZED_EF_CONSTRUCT,
+    QUANTIZED_HNSW_EF,
+    QUANTIZED_HNSW_M,
+    QUANTIZED_OVERSAMPLING,
     SCROLL_PAGE,
     ClosingIndex,
     IndexPoint,
@@ -47,6 +51,8 @@ logger = logging.getLogger(__name__)
 #: How many candidates the HNSW graph walk keeps (Qdrant's ``hnsw_ef``): 128 brings dense recall@10 against
 #: exact search to the scale goal (bench/scale.py; the graph's default missed it), for a fraction of a ms.
 HNSW_EF = 128
+#: Qdrant's own default: below this many KB of vectors a segment is searched exhaustively.
+EDGE_FULL_SCAN_KB = 10_000
 #: A process that waits for the store says so after this many seconds, and tries again this often.
 WAIT_NOTICE_S, WAIT_POLL_S = 1.0, 0.1
 #: Lock file that makes an Edge store single-process; it lives in the store directory.
@@ -98,6 +104,7 @@ class EdgeVectorIndex(ClosingIndex):
         self._shards: dict[str, Any] = {}
         self._dimensions: dict[str, int] = {}
         self._lexical: dict[str, bool] = {}  # per collection: read once from its edge_config.json
+        self._quantization: dict[str, bool] = {}  # the same
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
         self._closed = False
@@ -313,6 +320,9 @@ class EdgeVectorIndex(ClosingIndex):
             quantization_config=q.ScalarQuantizationConfig(
                 type=q.ScalarType.Int8, quantile=0.99, memory=q.Memory.Pinned
             ),
+            hnsw_config=q.HnswIndexConfig(
+                m=QUANTIZED_HNSW_M, ef_construct=QUANTIZED_EF_CONSTRUCT, full_scan_threshold=EDGE_FULL_SCAN_KB
+            ),
         )
 
     def has_collection(self, name: str) -> bool:
@@ -359,6 +369,7 @@ class EdgeVectorIndex(ClosingIndex):
             directory = self._collection_dir(name)
             shard = self._shards.pop(name, None)
             self._lexical.pop(name, None)
+            self._quantization.pop(name, None)
             self._dimensions.pop(name, None)
             if shard is not None:
                 with contextlib.suppress(Exception):
@@ -461,6 +472,29 @@ class EdgeVectorIndex(ClosingIndex):
         nearest = q.Query.Nearest(q.SparseVector(query.indices, query.values), using=LEXICAL_VECTOR)
         return ranked_hits(self._query(shard, name, nearest, filter, limit), positive_only=True)
 
+    def _search_params(self, name: str, limit: int) -> Any:
+        q = self._q
+        if not self._quantized(name):
+            return q.SearchParams(hnsw_ef=max(HNSW_EF, limit))
+        rescore = q.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+        return q.SearchParams(hnsw_ef=max(QUANTIZED_HNSW_EF, limit), quantization=rescore)
+
+    def _quantized(self, name: str) -> bool:
+        """Whether the collection keeps an int8 copy of its vectors (read once from its edge_config.json)."""
+        cached = self._quantization.get(name)
+        if cached is None:
+            try:
+                config = json.loads(
+                    (self._collection_dir(name) / EDGE_CONFIG_FILE).read_text(encoding="utf-8")
+                )
+                cached = bool(
+                    config["vectors"][""].get("quantization_config") or config.get("quantization_config")
+                )
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                cached = False
+            self._quantization[name] = cached
+        return cached
+
     def _query(self, shard: Any, name: str, query: Any, filter: SearchFilter | None, limit: int) -> list[Any]:
         """Scored points of one query with payloads, without vectors."""
         request = self._q.QueryRequest(
@@ -469,7 +503,7 @@ class EdgeVectorIndex(ClosingIndex):
             filter=self._filter(filter),
             with_payload=True,
             with_vector=False,
-            params=self._q.SearchParams(hnsw_ef=max(HNSW_EF, limit)),
+            params=self._search_params(name, limit),
         )
         try:
             return list(shard.query(request))
@@ -631,6 +665,7 @@ class EdgeVectorIndex(ClosingIndex):
         """Flush and close collection ``name`` if it is open (it loads again at its next use)."""
         shard = self._shards.pop(name, None)
         self._lexical.pop(name, None)
+        self._quantization.pop(name, None)
         if shard is not None:
             with contextlib.suppress(Exception):
                 shard.flush()
@@ -681,6 +716,7 @@ class EdgeVectorIndex(ClosingIndex):
                     shard.close()
             self._shards.clear()
             self._lexical.clear()
+            self._quantization.clear()
             self._dimensions.clear()
             self._release_lock()
 

@@ -19,6 +19,10 @@ from spanqa.retriever.index.base import (
     LEXICAL_VECTOR,
     MAX_BATCH_POINTS,
     MAX_BATCH_QUERIES,
+    QUANTIZED_EF_CONSTRUCT,
+    QUANTIZED_HNSW_EF,
+    QUANTIZED_HNSW_M,
+    QUANTIZED_OVERSAMPLING,
     SCROLL_PAGE,
     ClosingIndex,
     IndexPoint,
@@ -110,7 +114,16 @@ class ServerVectorIndex(ClosingIndex):
             "quantization_config": m.ScalarQuantization(
                 scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, quantile=0.99, always_ram=True)
             ),
+            "hnsw_config": m.HnswConfigDiff(m=QUANTIZED_HNSW_M, ef_construct=QUANTIZED_EF_CONSTRUCT),
         }
+
+    def _dense_params(self) -> dict[str, Any]:
+        """``query_points``' search parameters for a dense query (int8 layout: as the embedded store's)."""
+        if self.quantization == "none":
+            return {}
+        m = self._models
+        rescore = m.QuantizationSearchParams(rescore=True, oversampling=QUANTIZED_OVERSAMPLING)
+        return {"search_params": m.SearchParams(hnsw_ef=QUANTIZED_HNSW_EF, quantization=rescore)}
 
     def _is_not_found(self, exc: BaseException) -> bool:
         """Whether ``exc`` says that a collection does not exist."""
@@ -347,7 +360,7 @@ class ServerVectorIndex(ClosingIndex):
         check_dimension(name, query, self._dimension(name), "query vector")
         if limit <= 0 or (filter is not None and filter.matches_nothing()):
             return []
-        return ranked_hits(self._query(name, filter, query=query, limit=limit))
+        return ranked_hits(self._query(name, filter, query=query, limit=limit, **self._dense_params()))
 
     def search_many(
         self, name: str, vectors: Sequence[Sequence[float]], *, limit: int = 1
@@ -362,7 +375,10 @@ class ServerVectorIndex(ClosingIndex):
         m = self._models
         out: list[list[SearchHit]] = []
         for batch in slices(queries, MAX_BATCH_QUERIES):
-            requests = [m.QueryRequest(query=query, limit=limit, with_payload=True) for query in batch]
+            params = self._dense_params().get("search_params")
+            requests = [
+                m.QueryRequest(query=query, limit=limit, with_payload=True, params=params) for query in batch
+            ]
             search = partial(self._client.query_batch_points, name, requests=requests)
             out.extend(ranked_hits(response.points) for response in self._call("search", name, search))
         return out

@@ -101,3 +101,23 @@ def test_a_pooling_change_is_refused_until_reindexed(settings: Settings, tmp_pat
         assert report.previous is not None and report.current.pooling == "cls"
         assert report.current.collection != report.previous.collection
         assert pipeline.search(runtime, "Who won?").passages  # answered from the cls-pooled vectors
+
+
+def test_a_reindex_makes_the_new_collection_in_the_layout_now_set(settings: Settings, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "river.txt").write_text("Warsaw stands on the Vistula river. Kraków stands on the Vistula too.")
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+        before = runtime.catalog.active_index()
+        assert before is not None
+    with Runtime(settings.replace(vector_quantization="int8")) as runtime:
+        # Only new collections take the setting: the one made before answers as it was made.
+        config = settings.qdrant_path / before.collection / "edge_config.json"
+        assert "int8" not in config.read_text().lower()
+        report = reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+        made = settings.qdrant_path / report.current.collection / "edge_config.json"
+        assert '"scalar":{"type":"int8"' in made.read_text().replace(" ", "").lower()
+        runtime.settings = runtime.settings.replace(retrieval="dense")
+        found = pipeline.search(runtime, "Which river?", SearchOptions(top_k=2))
+        assert {p.path.endswith("river.txt") for p in found.passages} == {True}
