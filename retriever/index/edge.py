@@ -103,8 +103,7 @@ class EdgeVectorIndex(ClosingIndex):
         self.path = Path(path).expanduser()
         self._shards: dict[str, Any] = {}
         self._dimensions: dict[str, int] = {}
-        self._lexical: dict[str, bool] = {}  # per collection: read once from its edge_config.json
-        self._quantization: dict[str, bool] = {}  # the same
+        self._configs: dict[str, dict[str, Any]] = {}  # per collection: its edge_config.json, read once
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
         self._closed = False
@@ -277,7 +276,7 @@ class EdgeVectorIndex(ClosingIndex):
                         shard.update(
                             q.UpdateOperation.create_sparse_vector(LEXICAL_VECTOR, modifier=q.Modifier.Idf)
                         )
-                        self._lexical.pop(name, None)
+                        self._configs.pop(name, None)
                 except Exception as exc:
                     raise self._edge_error(exc, name, "index") from None
                 return
@@ -368,8 +367,7 @@ class EdgeVectorIndex(ClosingIndex):
         with self._mutex:
             directory = self._collection_dir(name)
             shard = self._shards.pop(name, None)
-            self._lexical.pop(name, None)
-            self._quantization.pop(name, None)
+            self._configs.pop(name, None)
             self._dimensions.pop(name, None)
             if shard is not None:
                 with contextlib.suppress(Exception):
@@ -480,19 +478,26 @@ class EdgeVectorIndex(ClosingIndex):
         return q.SearchParams(hnsw_ef=max(QUANTIZED_HNSW_EF, limit), quantization=rescore)
 
     def _quantized(self, name: str) -> bool:
-        """Whether the collection keeps an int8 copy of its vectors (read once from its edge_config.json)."""
-        cached = self._quantization.get(name)
+        """Whether the collection keeps an int8 copy of its vectors."""
+        try:
+            config = self._edge_config(name)
+            return bool(config["vectors"][""].get("quantization_config") or config.get("quantization_config"))
+        except (VectorIndexError, KeyError, TypeError, AttributeError):
+            return False
+
+    def _edge_config(self, name: str) -> dict[str, Any]:
+        """The collection's edge_config.json, read once (until the collection is changed or closed)."""
+        cached = self._configs.get(name)
         if cached is None:
+            path = self._collection_dir(name) / EDGE_CONFIG_FILE
             try:
-                config = json.loads(
-                    (self._collection_dir(name) / EDGE_CONFIG_FILE).read_text(encoding="utf-8")
-                )
-                cached = bool(
-                    config["vectors"][""].get("quantization_config") or config.get("quantization_config")
-                )
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                cached = False
-            self._quantization[name] = cached
+                cached = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                message = f"cannot read the configuration of collection {name!r}: {exc}"
+                raise VectorIndexError(message) from None
+            if not isinstance(cached, dict):
+                raise VectorIndexError(f"cannot read the configuration of collection {name!r}: not an object")
+            self._configs[name] = cached
         return cached
 
     def _query(self, shard: Any, name: str, query: Any, filter: SearchFilter | None, limit: int) -> list[Any]:
@@ -513,16 +518,7 @@ class EdgeVectorIndex(ClosingIndex):
     def has_lexical(self, name: str) -> bool:
         """Whether the collection holds BM25 term weights (one made before lexical retrieval may not)."""
         self._shard(name)
-        cached = self._lexical.get(name)
-        if cached is None:
-            path = self._collection_dir(name) / EDGE_CONFIG_FILE
-            try:
-                config = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                message = f"cannot read the configuration of collection {name!r}: {exc}"
-                raise VectorIndexError(message) from None
-            cached = self._lexical[name] = LEXICAL_VECTOR in (config.get("sparse_vectors") or {})
-        return cached
+        return LEXICAL_VECTOR in (self._edge_config(name).get("sparse_vectors") or {})
 
     def count(self, name: str, *, document_id: str | None = None) -> int:
         """The exact number of points, optionally of one document."""
@@ -664,8 +660,7 @@ class EdgeVectorIndex(ClosingIndex):
     def _close_shard(self, name: str) -> None:
         """Flush and close collection ``name`` if it is open (it loads again at its next use)."""
         shard = self._shards.pop(name, None)
-        self._lexical.pop(name, None)
-        self._quantization.pop(name, None)
+        self._configs.pop(name, None)
         if shard is not None:
             with contextlib.suppress(Exception):
                 shard.flush()
@@ -715,8 +710,7 @@ class EdgeVectorIndex(ClosingIndex):
                 with contextlib.suppress(Exception):
                     shard.close()
             self._shards.clear()
-            self._lexical.clear()
-            self._quantization.clear()
+            self._configs.clear()
             self._dimensions.clear()
             self._release_lock()
 
