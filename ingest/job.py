@@ -72,8 +72,9 @@ class IngestJob:
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
         share_store: give the embedded store back after each batch, so that other processes can use it
             between batches (a command's ingest; a server or worker keeps it).
-        hnsw_build_at: after a run that leaves at least this many vectors outside the HNSW graph, build it
-            (0: never; exhaustive search stays exact, but grows with the collection).
+        hnsw_build_at: when at least this many vectors are outside the HNSW graph, build it: after the
+            run, and during it after each batch that brings the chunks embedded since the last build to
+            this many (0: never; exhaustive search stays exact, but grows with the collection).
         follow_symlinks_out: follow symlinks that lead out of the folder being ingested (off: they are
             skipped and counted, so a link cannot pull in files from elsewhere).
         fold_similarity: a chunk whose cosine to a chunk indexed before it (or earlier in the same batch) is
@@ -169,6 +170,7 @@ class IngestJob:
         report.orphans_removed = self.remove_orphans()
         pending: list[_Prepared] = []
         pending_chunks = 0
+        since_build = 0  # chunks embedded since the graph was last built (or this run began)
         done = 0
 
         def emit(outcome: FileOutcome) -> None:
@@ -189,9 +191,17 @@ class IngestJob:
             pending.append(prepared)
             pending_chunks += len(prepared.chunks)
             if pending_chunks >= self.encode_group:
+                embedded = report.chunks_embedded
                 for outcome in self._index(pending, report):
                     emit(outcome)
                 pending, pending_chunks = [], 0
+                # A long run builds the graph as it goes: vectors outside it are searched exhaustively, by
+                # every batch's near-duplicate check and every ask, so a run that built only at its end
+                # would slow down with the square of its size (27 ms per search at a million).
+                since_build += report.chunks_embedded - embedded
+                if 0 < self.hnsw_build_at <= since_build:
+                    since_build = 0
+                    self._build_search_index(report)
                 # Between batches the embedded store is free: a question asked meanwhile gets in here, and
                 # sees every file committed so far (loading, cutting and embedding need no store).
                 if self.share_store:
@@ -199,7 +209,7 @@ class IngestJob:
         for outcome in self._index(pending, report):
             emit(outcome)
         if report.chunks_embedded:
-            report.index_build_seconds, report.index_build_note = self._build_search_index()
+            self._build_search_index(report)
         if self.share_store:
             self.index.release()
         report.seconds = time.perf_counter() - started
@@ -379,16 +389,17 @@ class IngestJob:
             outcomes.append(FileOutcome(doc.path, prepared.status, len(prepared.chunks)))
         return outcomes
 
-    def _build_search_index(self) -> tuple[float, str | None]:
-        """Build the HNSW graph when the vectors outside it reach ``hnsw_build_at``: the seconds it took,
-        and why the graph stayed as it was, if it did (the files are indexed either way: search is exact
-        without the graph, and the next ingest tries again)."""
+    def _build_search_index(self, report: IngestReport) -> None:
+        """Build the HNSW graph when the vectors outside it reach ``hnsw_build_at``; the time it took adds to
+        ``report.index_build_seconds``, and ``report.index_build_note`` says why the graph stayed as it was,
+        if it did (the files are indexed either way: search is exact without the graph, and the next build
+        tries again)."""
         if self.hnsw_build_at <= 0:
-            return 0.0, None
+            return
         collection = self.active_collection()
         waiting = self.index.stats(collection).unindexed
         if waiting < self.hnsw_build_at:
-            return 0.0, None
+            return
         if self.on_build is not None:
             self.on_build(waiting)
         started = time.perf_counter()
@@ -401,7 +412,8 @@ class IngestJob:
             logger.info("built the HNSW graph over %d vectors", waiting)
         else:
             logger.warning("%s", note)
-        return time.perf_counter() - started, note
+        report.index_build_seconds += time.perf_counter() - started
+        report.index_build_note = note  # the last build's: a later one that succeeded clears an earlier note
 
     @contextlib.contextmanager
     def _stage(self, name: str) -> Iterator[None]:

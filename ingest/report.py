@@ -39,7 +39,7 @@ class IngestReport:
     #: Where the time went, by stage: read (hashing files), load (text out of files), chunk, encode,
     #: fold (near-duplicates), sparse (BM25 terms), store (the vector store), catalog.
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    #: Time spent building the HNSW graph after the run (0: not due, see ``hnsw_build_at``).
+    #: Time spent building the HNSW graph during and after the run (0: not due, see ``hnsw_build_at``).
     index_build_seconds: float = 0.0
     #: Why a due HNSW build left the graph as it was (None: built, or not due); the files stand either way.
     index_build_note: str | None = None

@@ -102,7 +102,8 @@ class Settings:
     max_file_mb: float = 20.0
     follow_symlinks_out: bool = False
     fold_similarity: float = 0.98
-    #: An ingest that leaves at least this many vectors outside the HNSW graph builds it (0: never).
+    #: An ingest builds the HNSW graph when this many vectors are outside it: at its end, and as it goes
+    #: (after every this many chunks embedded) (0: never).
     hnsw_build_at: int = 20_000
     #: How the embedded store keeps the vectors of a collection it creates (an existing one keeps its own).
     vector_quantization: str = "none"

@@ -851,6 +851,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ingest(args.cache, args.split, args.data_dir, args.packages)
     elif args.command == "assemble":
         rows = all_questions()
+        if args.packages:  # only these packages' text need be extracted
+            rows = [q for q in rows if q["package"] in args.packages]
         report = check_questions(args.cache, rows)
         if report.errors:
             print("\n".join(report.errors[:20]))

@@ -564,6 +564,23 @@ def test_new_chunk_sizes_cut_every_file_again(env: Env) -> None:
     assert env.catalog.get_document(doc.id).chunking == "v1:24/4"  # type: ignore[union-attr]
 
 
+def test_a_long_run_builds_the_search_index_as_it_goes(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Vectors outside the graph are searched exhaustively by every batch's near-duplicate check: a run that
+    # built only at its end would slow down with the square of its size.
+    write_tree(env.docs, {f"f{i:03d}.txt": f"File {i} says the answer is {i * 7}." for i in range(40)})
+    done: list[int] = []
+    builds: list[int] = []  # files done when each build ran
+    monkeypatch.setattr(env.index, "build_search_index", lambda name: builds.append(len(done)) or True)
+    job = IngestJob(
+        catalog=env.catalog, encoder=env.encoder, index=env.index, encode_group=4, hnsw_build_at=10
+    )
+    report = job.run([env.docs], on_progress=lambda progress: done.append(progress.files_done))
+    assert report.count(NEW) == 40 and report.chunks_embedded == 40
+    # Batches of four one-chunk files: a build once ten chunks came since the last, and one at the end.
+    assert builds == [12, 24, 36, 40]
+    env.assert_consistent()
+
+
 def test_a_run_that_leaves_many_vectors_unindexed_builds_the_search_index(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,0 +1,235 @@
+"""Peak memory and pace of one `spanqa ingest` of a million passages: does the ingest stream?
+
+    .venv/bin/python bench/stream_ingest.py --passages 1000000 --quantization int8 \
+        --out bench/results/stream-ingest-1m.json
+
+Writes a folder of text files (sentences of SQuAD v1.1 train paragraphs, CC BY-SA 4.0, from
+$SPANQA_DATASETS, shuffled into new paragraphs, each file numbered so that no two passages are the same)
+holding about ``--passages`` passages of 100 tokens, and ingests it in a new process through spanqa's own
+ingest (loading, cutting, near-duplicate folding, BM25 terms, store, catalog, HNSW builds as it goes) at
+defaults but for the passage size.
+
+The one stand-in: the vectors come from a hashing encoder (each word adds a fixed pseudo-random vector; 384
+dimensions, normalized), because the real encoder would take about three hours for a million passages on 2
+cores. What is measured is what grows with the folder: the real encoder's memory does not, and it is
+counted all the same: the process loads the shipped encoder and encodes a batch with it before the ingest,
+and keeps it loaded throughout. Its pace (chunks/s) is the pipeline's without the encoder's time; add
+passages / encoder rate for a real run.
+
+Reports: peak RSS of the ingesting process and of the child processes that build the HNSW graph, RSS
+sampled over the run (flat when the ingest streams), seconds by stage, HNSW builds, store size on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import SQUAD_TRAIN, emit_results, machine, squad_articles
+
+DIMENSION = 384
+#: Buckets of the hashing trick: a fixed table of 6 MB, whatever the vocabulary.
+BUCKETS = 4096
+#: Passages per file (a long manual page).
+PASSAGES_PER_FILE = 50
+#: Words per 100-token passage advanced (80 new tokens each, 20 overlap; ~1.3 word pieces per word).
+WORDS_PER_PASSAGE = 62
+_WORD = re.compile(r"\w+")
+
+
+class HashingEncoder:
+    """A stand-in for the bi-encoder, of its shape: each word adds one of ``BUCKETS`` fixed random vectors."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        self._table = np.random.default_rng(7).standard_normal((BUCKETS, DIMENSION)).astype(np.float32)
+
+    model_name = "bench-hashing-encoder-384"
+    pooling = "mean"
+    dimension = DIMENSION
+    max_seq_length = 256
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def warm_up(self) -> None:
+        return None
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            buckets = [zlib.crc32(w.encode()) % BUCKETS for w in _WORD.findall(text.lower())]
+            if buckets:
+                out[row] = self._table[buckets].sum(axis=0)
+        out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+        return out
+
+
+def write_folder(folder: Path, passages: int, seed: int = 11) -> tuple[int, int]:
+    """Files of shuffled SQuAD train sentences holding about ``passages`` passages: (files, characters)."""
+    sentences = [
+        s.strip()
+        for article in squad_articles(SQUAD_TRAIN)
+        for paragraph in article["paragraphs"]
+        for s in re.split(r"(?<=[.!?])\s+", paragraph["context"])
+        if len(s.split()) >= 5
+    ]
+    rng = random.Random(seed)
+    folder.mkdir(parents=True)
+    words_left = passages * WORDS_PER_PASSAGE
+    files = characters = 0
+    while words_left > 0:
+        paragraphs = []
+        words = 0
+        section = 0
+        while words < PASSAGES_PER_FILE * WORDS_PER_PASSAGE:
+            section += 1
+            body = " ".join(rng.choice(sentences) for _ in range(6))
+            paragraphs.append(f"Section {files}.{section}. {body}")
+            words += len(paragraphs[-1].split())
+        text = "\n\n".join(paragraphs)
+        sub = folder / f"part{files // 1000:03d}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"page{files:06d}.txt").write_text(text, encoding="utf-8")
+        files += 1
+        characters += len(text)
+        words_left -= words
+    return files, characters
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def child(folder: Path, data_dir: Path, quantization: str) -> None:
+    """Ingest ``folder`` in this process; print one JSON line of what it measured."""
+    from spanqa.runtime import Runtime
+    from spanqa.settings import Settings
+
+    settings = Settings.load(
+        environ={}, data_dir=data_dir, chunk_tokens=100, chunk_overlap=20, vector_quantization=quantization
+    )
+    samples: list[dict[str, float]] = []
+    progress = {"files": 0, "chunks": 0}
+    started = time.perf_counter()
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(20):
+            samples.append(
+                {
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "chunks": progress["chunks"],
+                    "rss_mb": round(_rss_mb(), 1),
+                }
+            )
+
+    with Runtime(settings) as runtime:
+        real = runtime.encoder  # the shipped encoder, loaded and used once: its memory stays counted
+        real.encode(["The Broncos defeated the Panthers to win their third Super Bowl title. " * 8] * 64)
+        rss_with_encoder = _rss_mb()
+        runtime._encoder = HashingEncoder(real.tokenizer)
+        job = runtime.ingest_job()
+        builds: list[int] = []
+        job.on_build = builds.append
+
+        def on_progress(event: Any) -> None:
+            progress["files"], progress["chunks"] = event.files_done, event.chunks_done
+            if event.files_done % 1000 == 0:
+                rate = round(event.chunks_done / (time.perf_counter() - started), 1)
+                print(
+                    json.dumps({"files": event.files_done, "chunks": event.chunks_done, "rate": rate}),
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        threading.Thread(target=sample, daemon=True).start()
+        report = job.run([folder], on_progress=on_progress)
+        done.set()
+        counts = runtime.catalog.counts()
+        stats = runtime.index.stats(job.active_collection())
+    store_bytes = sum(f.stat().st_size for f in (data_dir / "qdrant").rglob("*") if f.is_file())
+    print(
+        json.dumps(
+            {
+                "files": len(report.outcomes),
+                "failed": report.count("failed"),
+                "chunks": counts["chunks"],
+                "points": stats.points,
+                "indexed": stats.indexed,
+                "seconds": round(report.seconds, 1),
+                "chunks_per_s": round(report.chunks_per_second, 1),
+                "stage_seconds": {k: round(v, 1) for k, v in report.stage_seconds.items()},
+                "hnsw_builds": len(builds),
+                "hnsw_build_seconds": round(report.index_build_seconds, 1),
+                "hnsw_build_note": report.index_build_note,
+                "rss_after_real_encoder_mb": round(rss_with_encoder, 1),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "peak_rss_graph_builder_mb": round(
+                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
+                ),
+                "rss_samples": samples,
+                "store_mb": round(store_bytes / 2**20, 1),
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=1_000_000)
+    parser.add_argument("--quantization", default="int8", help="vector_quantization of the collection")
+    parser.add_argument("--work", type=Path, help="scratch folder (default: a new temporary one)")
+    parser.add_argument("--child", nargs=3, metavar=("DOCS", "DATA", "QUANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if args.child:
+        child(Path(args.child[0]), Path(args.child[1]), args.child[2])
+        return
+    work = args.work or Path(tempfile.mkdtemp(prefix="spanqa-stream-"))
+    started = time.perf_counter()
+    files, characters = write_folder(work / "docs", args.passages)
+    written_s = time.perf_counter() - started
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(work / "docs"), str(work / "data"), args.quantization],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    emit_results(
+        {
+            "bench": "stream_ingest",
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": machine(),
+            "passages_asked": args.passages,
+            "vector_quantization": args.quantization,
+            "folder": {"files": files, "characters": characters, "seconds_to_write": round(written_s, 1)},
+            **measured,
+        },
+        args.out,
+    )
+
+
+if __name__ == "__main__":
+    main()
