@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from spanqa.errors import first_line
 from spanqa.ingest.catalog import Catalog
 from spanqa.ingest.points import make_point
 from spanqa.retriever.encoder import TextEncoder
-from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
+from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, VectorIndexError, collection_name
 from spanqa.types import IndexVersion
 
 logger = logging.getLogger(__name__)
@@ -22,6 +23,11 @@ class ReindexReport:
     current: IndexVersion
     chunks: int
     seconds: float
+    #: Of ``seconds``, the HNSW graph's build before the switch (0: not due).
+    index_build_seconds: float = 0.0
+    #: Why a due build left the new collection without its graph (search is exact and slower until the next
+    #: ingest builds it); None when built or not due.
+    index_build_note: str | None = None
 
 
 def reindex(
@@ -31,6 +37,8 @@ def reindex(
     index: VectorIndex,
     batch_size: int = 256,
     on_progress: Callable[[int, int], None] | None = None,
+    hnsw_build_at: int = 0,
+    on_build: Callable[[int], None] | None = None,
 ) -> ReindexReport:
     """Rebuild the vectors of every chunk with ``encoder`` into a new collection, then make it active.
 
@@ -45,6 +53,9 @@ def reindex(
         index: the vector index.
         batch_size: chunks per encoder call.
         on_progress: called with (chunks done, chunks total).
+        hnsw_build_at: when at least this many vectors were written, build the new collection's HNSW graph
+            before the switch, so that it goes live as fast to search as the one it replaces (0: never).
+        on_build: told the number of vectors before that build (a long, silent step).
 
     Returns:
         The previous and the new index version.
@@ -77,6 +88,17 @@ def reindex(
         done += len(chunks)
         if on_progress is not None:
             on_progress(done, total)
+    build_seconds, note = 0.0, None
+    if 0 < hnsw_build_at <= done:
+        if on_build is not None:
+            on_build(done)
+        build_started = time.perf_counter()
+        try:
+            index.build_search_index(name)
+        except VectorIndexError as exc:
+            note = f"the search index was not built: {first_line(exc)}"
+            logger.warning("%s", note)
+        build_seconds = time.perf_counter() - build_started
     catalog.activate_index_version(building.id)
     index.set_alias(ACTIVE_ALIAS, name)  # for anything reading the Qdrant server directly
     # Older retired collections are dropped now; the one just replaced stays for searches in flight.
@@ -86,4 +108,4 @@ def reindex(
     current = catalog.active_index()
     assert current is not None
     logger.info("re-indexed %d chunks into %s", done, name)
-    return ReindexReport(previous, current, done, time.perf_counter() - started)
+    return ReindexReport(previous, current, done, time.perf_counter() - started, build_seconds, note)

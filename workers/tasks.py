@@ -116,6 +116,7 @@ def register_tasks(app: Celery, state: WorkerState) -> None:
             catalog=runtime.catalog,
             encoder=encoder,
             index=runtime.index,
+            hnsw_build_at=runtime.settings.hnsw_build_at,
             on_progress=(lambda done, total: runtime.catalog.update_job(job_id, done=done))
             if job_id
             else None,

@@ -149,19 +149,25 @@ def print_queued(job: Job, *, as_json: bool) -> None:
         click.echo(f"queued job {job.id} (follow it with `spanqa jobs {job.id} --watch`)")
 
 
-def _run_with_progress(
-    job: IngestJob, paths: Any, prune: bool, include: Any, exclude: Any, total: int, *, quiet: bool
-) -> IngestReport:
+def _build_notice(*, quiet: bool) -> Callable[[int], None]:
+    """What tells the user an HNSW build has begun: Edge's build reports no progress, so say what it does and
+    about how long it takes (a JSON progress line when ``quiet``)."""
+
     def on_build(vectors: int) -> None:
-        # Edge's HNSW build reports no progress: say what it does and about how long it takes.
         eta = vectors * HNSW_BUILD_S_PER_VECTOR
-        message = f"building the search index (HNSW) over {vectors:,} vectors: about {eta:.0f} s"
         if quiet:
             ProgressLines("hnsw").update(0, vectors, eta_estimate_s=round(eta, 1))
         else:
+            message = f"building the search index (HNSW) over {vectors:,} vectors: about {eta:.0f} s"
             click.echo(message, err=True)
 
-    job.on_build = on_build
+    return on_build
+
+
+def _run_with_progress(
+    job: IngestJob, paths: Any, prune: bool, include: Any, exclude: Any, total: int, *, quiet: bool
+) -> IngestReport:
+    job.on_build = _build_notice(quiet=quiet)
     with progress_bar("ingest", fields=_FIELDS, disable=quiet or total == 0) as progress:
         task = progress.add_task("ingest", total=total, chunks=0, rate=0.0)
         on_progress = _shown_progress(progress, task, quiet=quiet)
@@ -244,13 +250,21 @@ def reindex(ctx: click.Context, retriever_model: str | None, background: bool, a
         print_queued(enqueue_reindex(settings, settings.retriever_model), as_json=as_json)
         return
     with Runtime(settings, on_wait=say_waiting) as runtime:
-        report = run_reindex(catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index)
+        report = run_reindex(
+            catalog=runtime.catalog,
+            encoder=runtime.encoder,
+            index=runtime.index,
+            hnsw_build_at=settings.hnsw_build_at,
+            on_build=_build_notice(quiet=as_json),
+        )
     data = {
         "previous": report.previous.collection if report.previous else None,
         "current": report.current.collection,
         "model": report.current.model_name,
         "chunks": report.chunks,
         "seconds": round(report.seconds, 2),
+        "index_build_seconds": round(report.index_build_seconds, 2),
+        "index_build_note": report.index_build_note,
     }
     if as_json:
         print_json(data)
@@ -258,5 +272,7 @@ def reindex(ctx: click.Context, retriever_model: str | None, background: bool, a
         click.echo(
             f"re-indexed {report.chunks} chunks into {report.current.collection} in {report.seconds:.1f}s"
         )
+        if report.index_build_note:
+            click.echo(f"  note: {report.index_build_note}")
         if retriever_model:
             click.echo(f"now set SPANQA_RETRIEVER_MODEL={retriever_model} so questions use the same model")

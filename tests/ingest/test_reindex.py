@@ -7,6 +7,7 @@ import pytest
 
 from spanqa import pipeline
 from spanqa.ingest.reindex import reindex
+from spanqa.retriever.index import VectorIndexError
 from spanqa.runtime import Runtime
 from spanqa.settings import Settings
 from spanqa.types import SearchOptions
@@ -121,3 +122,48 @@ def test_a_reindex_makes_the_new_collection_in_the_layout_now_set(settings: Sett
         runtime.settings = runtime.settings.replace(retrieval="dense")
         found = pipeline.search(runtime, "Which river?", SearchOptions(top_k=2))
         assert {p.path.endswith("river.txt") for p in found.passages} == {True}
+
+
+def test_a_big_reindex_builds_the_new_collections_graph_before_the_switch(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"f{i}.txt").write_text(f"File {i} says the answer is {i * 7}.")
+    with Runtime(settings) as runtime:
+        runtime.ingest_job().run([docs])
+        before = runtime.catalog.active_index()
+        built: list[tuple[str, str | None]] = []  # (collection built, the active one then)
+
+        def build(name: str) -> bool:
+            active = runtime.catalog.active_index()
+            built.append((name, active.collection if active else None))
+            return True
+
+        monkeypatch.setattr(runtime.index, "build_search_index", build)
+        told: list[int] = []
+        report = reindex(
+            catalog=runtime.catalog,
+            encoder=runtime.encoder,
+            index=runtime.index,
+            hnsw_build_at=6,
+            on_build=told.append,
+        )
+        assert before is not None and told == [6] and report.index_build_note is None
+        assert built == [(report.current.collection, before.collection)]  # built while the old one answered
+        small = reindex(
+            catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index, hnsw_build_at=7
+        )
+        assert len(built) == 1 and small.index_build_seconds == 0.0  # fewer vectors than the setting
+
+        def refuse(name: str) -> bool:
+            raise VectorIndexError("disk full")
+
+        monkeypatch.setattr(runtime.index, "build_search_index", refuse)
+        failed = reindex(
+            catalog=runtime.catalog, encoder=runtime.encoder, index=runtime.index, hnsw_build_at=1
+        )
+        # The switch happens all the same: search without the graph is exact, only slower.
+        assert runtime.catalog.active_index().collection == failed.current.collection  # type: ignore[union-attr]
+        assert "disk full" in (failed.index_build_note or "")
