@@ -157,7 +157,8 @@ def child(folder: Path, data_dir: Path, quantization: str) -> None:
             progress["files"], progress["chunks"] = event.files_done, event.chunks_done
             if event.files_done % 1000 == 0:
                 rate = round(event.chunks_done / (time.perf_counter() - started), 1)
-                line = {"files": event.files_done, "chunks": event.chunks_done, "rate": rate, "rss_mb": _rss_mb()}
+                line = {"files": event.files_done, "chunks": event.chunks_done, "rate": rate}
+                line["rss_mb"] = round(_rss_mb())
                 print(
                     json.dumps(line),
                     file=sys.stderr,
