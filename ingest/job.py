@@ -70,8 +70,8 @@ class IngestJob:
         chunk_overlap: tokens shared by consecutive chunks.
         max_file_bytes: larger files are recorded as failed without being read.
         encode_group: chunks gathered across files before one encoder call (bigger batches, faster).
-        share_store: give the embedded store back after each batch, so that other processes can use it
-            between batches (a command's ingest; a server or worker keeps it).
+        share_store: give the embedded store to any other process that waits for it, between this run's
+            writes (a command's ingest; a server or worker keeps it).
         hnsw_build_at: when at least this many vectors are outside the HNSW graph, build it: after the
             run, and during it after each batch that brings the chunks embedded since the last build to
             this many (0: never; exhaustive search stays exact, but grows with the collection).
@@ -168,6 +168,10 @@ class IngestJob:
         self._stages.clear()
         loaded_before = self._load_seconds
         report.orphans_removed = self.remove_orphans()
+        if self.share_store:
+            # A question asked meanwhile gets the store as soon as the batch being written is in (and sees
+            # every file committed so far); nobody waiting, the collection stays open from batch to batch.
+            self.index.lend_when_asked()
         pending: list[_Prepared] = []
         pending_chunks = 0
         since_build = 0  # chunks embedded since the graph was last built (or this run began)
@@ -202,10 +206,6 @@ class IngestJob:
                 if 0 < self.hnsw_build_at <= since_build:
                     since_build = 0
                     self._build_search_index(report)
-                # Between batches the embedded store is free: a question asked meanwhile gets in here, and
-                # sees every file committed so far (loading, cutting and embedding need no store).
-                if self.share_store:
-                    self.index.release()
         for outcome in self._index(pending, report):
             emit(outcome)
         if report.chunks_embedded:

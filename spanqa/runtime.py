@@ -126,11 +126,12 @@ class Runtime:
             self._index = self._open_index(wait_s=0.0)
         return self._index
 
-    def wait_for_store(self) -> VectorIndex:
-        """The vector index, waiting up to ``store_wait_s`` for a process that holds the embedded store (an
-        ingest gives it back between batches); ``on_wait`` is told when the wait lasts."""
+    def wait_for_store(self, wait_s: float | None = None) -> VectorIndex:
+        """The vector index, waiting up to ``wait_s`` (default ``store_wait_s``) for a process that holds the
+        embedded store (an ingest gives it to a waiting process as soon as its batch is written); ``on_wait``
+        is told when the wait lasts."""
         if self._index is None:
-            self._index = self._open_index(wait_s=self.settings.store_wait_s)
+            self._index = self._open_index(wait_s=self.settings.store_wait_s if wait_s is None else wait_s)
         return self._index
 
     def _open_index(self, *, wait_s: float) -> VectorIndex:

@@ -217,6 +217,11 @@ class VectorIndex(Protocol):
         lock back and takes it again, waiting, at the next call); nothing to do for a server."""
         ...
 
+    def lend_when_asked(self) -> None:
+        """From now on, give the store to any other process that waits for it, between this index's own
+        calls (the embedded store; nothing to do for a server, which every process shares)."""
+        ...
+
     def close(self) -> None:
         """Release the store (the embedded store's lock, a server's connections); safe to call twice."""
         ...

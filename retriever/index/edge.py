@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from spanqa.errors import first_line
 from spanqa.retriever.index.base import (
@@ -57,6 +58,10 @@ EDGE_FULL_SCAN_KB = 10_000
 WAIT_NOTICE_S, WAIT_POLL_S = 1.0, 0.1
 #: Lock file that makes an Edge store single-process; it lives in the store directory.
 EDGE_LOCK_FILE = ".spanqa-index.lock"
+#: A process that waits for the store keeps a file named so (then its pid) in the store directory, touched
+#: as it waits: a process that lends the store (``lend_when_asked``) gives it back when it sees one fresher
+#: than ``WAITING_FRESH_S`` (older: left by a process that died waiting).
+WAITING_PREFIX, WAITING_FRESH_S = ".spanqa-waiting-", 5.0
 #: The file Qdrant Edge writes into every shard directory; its presence means "collection exists".
 EDGE_CONFIG_FILE = "edge_config.json"
 #: Where the store keeps its aliases (Edge has none of its own).
@@ -65,6 +70,26 @@ EDGE_ALIASES_FILE = "aliases.json"
 #: came meanwhile), and where a build keeps its copy and the replaced original (leading dots: never names of
 #: collections).
 WRITES_PREFIX, BUILD_PREFIX, OLD_PREFIX = ".writes-", ".build-", ".old-"
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _in_turn(
+    method: Callable[Concatenate[EdgeVectorIndex, _P], _R],
+) -> Callable[Concatenate[EdgeVectorIndex, _P], _R]:
+    """Run ``method`` holding the index's mutex while the store is lent on request: the lending thread then
+    never closes a shard in use (otherwise calls run as they come, as a server's threads need)."""
+
+    @functools.wraps(method)
+    def held(self: EdgeVectorIndex, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self._lender is None:
+            return method(self, *args, **kwargs)
+        with self._mutex:
+            return method(self, *args, **kwargs)
+
+    return held
 
 
 class EdgeVectorIndex(ClosingIndex):
@@ -107,6 +132,8 @@ class EdgeVectorIndex(ClosingIndex):
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
         self._closed = False
+        self._lender: threading.Thread | None = None
+        self._lending_stopped = threading.Event()
         self.on_wait = on_wait
         self.rewait_s = wait_s if rewait_s is None else rewait_s
         try:
@@ -134,21 +161,30 @@ class EdgeVectorIndex(ClosingIndex):
         through ``on_wait`` after ``WAIT_NOTICE_S``); raise VectorIndexInUseError when it is still held."""
         started = time.monotonic()
         told = False
-        while True:
-            try:
-                return self._try_lock()
-            except VectorIndexInUseError as exc:
-                waited = time.monotonic() - started
-                if waited >= wait_s:
-                    if wait_s > 0:
-                        raise VectorIndexInUseError(f"{exc} (waited {wait_s:g} s: store_wait_s)") from None
-                    raise
-                if not told and waited >= WAIT_NOTICE_S and self.on_wait is not None:
-                    self.on_wait(
-                        f"waiting for the spanqa process that holds {self.path} (at most {wait_s:g} s)"
-                    )
-                    told = True
-                time.sleep(WAIT_POLL_S)
+        marker = self.path / f"{WAITING_PREFIX}{os.getpid()}-{id(self)}"
+        try:
+            while True:
+                try:
+                    return self._try_lock()
+                except VectorIndexInUseError as exc:
+                    waited = time.monotonic() - started
+                    if waited >= wait_s:
+                        if wait_s > 0:
+                            waited_note = f" (waited {wait_s:g} s: store_wait_s)"
+                            raise VectorIndexInUseError(f"{exc}{waited_note}") from None
+                        raise
+                    # Say that this process waits: a holder that lends the store gives it back at once.
+                    with contextlib.suppress(OSError):
+                        marker.touch()
+                    if not told and waited >= WAIT_NOTICE_S and self.on_wait is not None:
+                        self.on_wait(
+                            f"waiting for the spanqa process that holds {self.path} (at most {wait_s:g} s)"
+                        )
+                        told = True
+                    time.sleep(WAIT_POLL_S)
+        finally:
+            with contextlib.suppress(OSError):
+                marker.unlink(missing_ok=True)
 
     def _try_lock(self) -> int:
         """Take the exclusive store lock without blocking; raise VectorIndexError if it is held."""
@@ -251,6 +287,7 @@ class EdgeVectorIndex(ClosingIndex):
 
     # -- VectorIndex --------------------------------------------------------------------------------------
 
+    @_in_turn
     def ensure_collection(self, name: str, dimension: int) -> None:
         """Create collection ``name`` (cosine, payload indexes) unless it exists with this dimension."""
         self._check_open()
@@ -329,6 +366,7 @@ class EdgeVectorIndex(ClosingIndex):
         self._check_open()
         return name in self._shards or (self._collection_dir(name) / EDGE_CONFIG_FILE).is_file()
 
+    @_in_turn
     def list_collections(self) -> list[str]:
         """All collections in the store, sorted."""
         self._check_open()
@@ -338,6 +376,7 @@ class EdgeVectorIndex(ClosingIndex):
             if entry.is_dir() and not entry.name.startswith(".") and (entry / EDGE_CONFIG_FILE).is_file()
         )
 
+    @_in_turn
     def set_alias(self, alias: str, collection: str) -> None:
         """Point ``alias`` at ``collection`` (kept in a small JSON file, replaced atomically)."""
         self._check_open()
@@ -349,6 +388,7 @@ class EdgeVectorIndex(ClosingIndex):
         partial.write_text(json.dumps(aliases, indent=1, sort_keys=True), encoding="utf-8")
         partial.replace(self.path / EDGE_ALIASES_FILE)
 
+    @_in_turn
     def alias_target(self, alias: str) -> str | None:
         """The collection ``alias`` points at, or None."""
         self._check_open()
@@ -361,6 +401,7 @@ class EdgeVectorIndex(ClosingIndex):
         data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
         return data
 
+    @_in_turn
     def drop_collection(self, name: str) -> None:
         """Delete collection ``name`` and its files; no error if it does not exist."""
         self._check_open()
@@ -377,6 +418,7 @@ class EdgeVectorIndex(ClosingIndex):
                 shutil.rmtree(directory)
                 logger.info("dropped collection %s from %s", name, self.path)
 
+    @_in_turn
     def upsert(self, name: str, points: Sequence[IndexPoint]) -> None:
         """Insert or replace points (by id); they are searchable when this returns."""
         shard = self._shard(name)
@@ -401,6 +443,7 @@ class EdgeVectorIndex(ClosingIndex):
             except Exception as exc:
                 raise self._edge_error(exc, name, "upsert into") from None
 
+    @_in_turn
     def delete_points(self, name: str, ids: Sequence[str]) -> None:
         """Delete points by id (unknown ids are ignored)."""
         shard = self._shard(name)
@@ -412,6 +455,7 @@ class EdgeVectorIndex(ClosingIndex):
             except Exception as exc:
                 raise self._edge_error(exc, name, "delete from") from None
 
+    @_in_turn
     def delete_document(self, name: str, document_id: str) -> None:
         """Delete every point whose payload ``document_id`` is ``document_id``."""
         shard = self._shard(name)
@@ -425,6 +469,7 @@ class EdgeVectorIndex(ClosingIndex):
         except Exception as exc:
             raise self._edge_error(exc, name, "delete from") from None
 
+    @_in_turn
     def search(
         self, name: str, vector: Sequence[float], *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
@@ -436,6 +481,7 @@ class EdgeVectorIndex(ClosingIndex):
             return []
         return ranked_hits(self._query(shard, name, self._q.Query.Nearest(query), filter, limit))
 
+    @_in_turn
     def search_many(
         self, name: str, vectors: Sequence[Sequence[float]], *, limit: int = 1
     ) -> list[list[SearchHit]]:
@@ -457,6 +503,7 @@ class EdgeVectorIndex(ClosingIndex):
             raise self._edge_error(exc, name, "search") from None
         return [ranked_hits(points) for points in results]
 
+    @_in_turn
     def search_lexical(
         self, name: str, query: SparseVector, *, limit: int = 10, filter: SearchFilter | None = None
     ) -> list[SearchHit]:
@@ -515,11 +562,13 @@ class EdgeVectorIndex(ClosingIndex):
         except Exception as exc:
             raise self._edge_error(exc, name, "search") from None
 
+    @_in_turn
     def has_lexical(self, name: str) -> bool:
         """Whether the collection holds BM25 term weights (one made before lexical retrieval may not)."""
         self._shard(name)
         return LEXICAL_VECTOR in (self._edge_config(name).get("sparse_vectors") or {})
 
+    @_in_turn
     def count(self, name: str, *, document_id: str | None = None) -> int:
         """The exact number of points, optionally of one document."""
         shard = self._shard(name)
@@ -530,6 +579,7 @@ class EdgeVectorIndex(ClosingIndex):
         except Exception as exc:
             raise self._edge_error(exc, name, "count points in") from None
 
+    @_in_turn
     def point_ids(self, name: str, *, document_id: str | None = None) -> set[str]:
         """Every point id, optionally of one document (scrolls the whole collection)."""
         shard = self._shard(name)
@@ -549,6 +599,7 @@ class EdgeVectorIndex(ClosingIndex):
             if offset is None or not records:
                 return ids
 
+    @_in_turn
     def flush(self) -> None:
         """Write all pending changes of open collections to disk (the WAL already makes them durable)."""
         with self._mutex:
@@ -558,6 +609,7 @@ class EdgeVectorIndex(ClosingIndex):
                 except Exception as exc:
                     raise self._edge_error(exc, name, "flush") from None
 
+    @_in_turn
     def stats(self, name: str) -> IndexStats:
         """Points, HNSW-indexed dense vectors and segments of collection ``name`` (Edge's shard info).
 
@@ -639,6 +691,7 @@ class EdgeVectorIndex(ClosingIndex):
             shutil.rmtree(old, ignore_errors=True)
         return True
 
+    @_in_turn
     def optimize(self, name: str) -> bool:
         """Run Edge's segment optimizers (HNSW build, vacuum) in this process, blocking; CPU-heavy.
 
@@ -698,6 +751,45 @@ class EdgeVectorIndex(ClosingIndex):
                     shutil.rmtree(target, ignore_errors=True)
                     os.rename(old, target)
 
+    def lend_when_asked(self) -> None:
+        """From now until closed, give the store back whenever another process waits for it, between this
+        index's own calls (a thread watches for waiting processes); the next call here takes it again,
+        waiting. A long ingest keeps its collection open this way, instead of opening it anew after every
+        batch (which takes longer the bigger the collection: about a second at 200,000 points)."""
+        with self._mutex:
+            if self._lender is not None or self._closed:
+                return
+            self._lender = threading.Thread(target=self._lend, name="spanqa-store-lender", daemon=True)
+        self._lender.start()
+
+    def _lend(self) -> None:
+        while not self._lending_stopped.wait(WAIT_POLL_S):
+            if self._lock_fd is None or not self._others_waiting():
+                continue
+            with self._mutex:
+                if self._lock_fd is not None and not self._closed:
+                    logger.debug("another process waits for the store: giving it back")
+                    self.release()
+
+    def _others_waiting(self) -> bool:
+        """Whether another process (or another index in this one) waits for the store now."""
+        mine = f"{WAITING_PREFIX}{os.getpid()}-{id(self)}"
+        now = time.time()
+        try:
+            markers = [p for p in self.path.iterdir() if p.name.startswith(WAITING_PREFIX) and p.name != mine]
+        except OSError:
+            return False
+        for marker in markers:
+            try:
+                fresh = now - marker.stat().st_mtime <= WAITING_FRESH_S
+            except OSError:
+                continue
+            if fresh:
+                return True
+            with contextlib.suppress(OSError):
+                marker.unlink()  # left by a process that died waiting
+        return False
+
     def release(self) -> None:
         """Flush and close every open collection and give the store lock back, so that another process can
         use the store; the next call here takes it again (waiting up to ``wait_s``)."""
@@ -716,6 +808,10 @@ class EdgeVectorIndex(ClosingIndex):
 
     def close(self) -> None:
         """Flush and close every open collection and release the store lock; safe to call twice."""
+        self._lending_stopped.set()
+        lender = self._lender
+        if lender is not None and lender is not threading.current_thread():
+            lender.join()
         with self._mutex:
             self.release()
             self._closed = True

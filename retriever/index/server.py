@@ -459,6 +459,9 @@ class ServerVectorIndex(ClosingIndex):
     def release(self) -> None:
         """Nothing to give back: a server is shared by every process."""
 
+    def lend_when_asked(self) -> None:
+        """Nothing to lend: a server is shared by every process."""
+
     def close(self) -> None:
         """Close the client; safe to call twice."""
         with contextlib.suppress(Exception):

@@ -11,6 +11,10 @@ from spanqa.cli._options import json_option
 from spanqa.cli._output import console, print_json
 from spanqa.runtime import Runtime, has_data, require_data
 
+#: How long `spanqa status` waits for the embedded store held by another process (an ingest lends it as soon
+#: as the batch it writes is in; a worker keeps it).
+STATUS_STORE_WAIT_S = 5.0
+
 if TYPE_CHECKING:
     from spanqa.settings import Settings
 
@@ -85,12 +89,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
 def _search_index(settings: Settings, collection: str) -> dict[str, Any]:
     """How many of the collection's vectors their search index covers (Edge: a plain index for a small
     segment, the HNSW graph for a large one once built); ``{"state": "busy"}`` while another process holds
-    the embedded store (status never waits for it)."""
+    the embedded store for longer than ``STATUS_STORE_WAIT_S`` (an ingest lends it at once)."""
     from spanqa.retriever.index import VectorIndexError, VectorIndexInUseError
+    from spanqa.workers.client import running_server
 
+    # A running server keeps the store: no use waiting for it.
+    wait_s = 0.0 if running_server(settings) else min(settings.store_wait_s, STATUS_STORE_WAIT_S)
     try:
         with Runtime(settings) as runtime:
-            stats = runtime.index.stats(collection)
+            stats = runtime.wait_for_store(wait_s).stats(collection)
     except VectorIndexInUseError:
         return {"state": "busy"}
     except VectorIndexError:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -764,3 +765,42 @@ def test_edge_build_runs_edge_in_a_child_process(tmp_path: Path, rng: np.random.
         EDGE_LOCK_FILE,
         "c",
     ]
+
+
+def test_edge_lends_the_store_to_a_waiting_process_and_keeps_it_open_otherwise(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    from spanqa.retriever.index.edge import WAITING_FRESH_S, WAITING_PREFIX
+
+    points = make_points(rng, "doc-a", "/a", 20)
+    with EdgeVectorIndex(tmp_path, wait_s=30) as writer:
+        writer.ensure_collection("c", DIM)
+        writer.upsert("c", points[:10])
+        writer.lend_when_asked()
+        time.sleep(0.5)  # nobody waits: the store stays held (an ingest's collection stays open)
+        assert not _lock_is_free(tmp_path)
+        # A stale note of a process that died waiting is ignored, and cleared.
+        stale = tmp_path / f"{WAITING_PREFIX}999999-1"
+        stale.touch()
+        os.utime(stale, (time.time() - 2 * WAITING_FRESH_S,) * 2)
+        time.sleep(0.5)
+        assert not _lock_is_free(tmp_path) and not stale.exists()
+        started = time.monotonic()
+        with EdgeVectorIndex(tmp_path, wait_s=30) as reader:  # waits: the writer gives the store back
+            assert time.monotonic() - started < 10
+            assert reader.count("c") == 10  # what was written before it got the store
+            took_back: list[float] = []
+
+            def write_more() -> None:  # the writer's next call waits for the reader to finish
+                writer.upsert("c", points[10:])
+                took_back.append(time.monotonic())
+
+            thread = threading.Thread(target=write_more)
+            thread.start()
+            time.sleep(0.5)
+            assert not took_back and reader.count("c") == 10
+            closed = time.monotonic()
+        thread.join(timeout=30)
+        assert took_back and took_back[0] >= closed
+        assert writer.count("c") == 20
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(WAITING_PREFIX)] == []
