@@ -59,7 +59,7 @@ class Runtime:
         #: Told when this process waits for the embedded store (another command holds it for a while).
         self.on_wait = on_wait
         #: A long-lived process that answers for the others (`spanqa serve`, a worker) keeps the store; a
-        #: command gives it back between the batches of an ingest, so that others can ask meanwhile.
+        #: command's ingest lends it to a process that waits, so that others can ask meanwhile.
         self.holds_store = holds_store
         self._catalog: Catalog | None = None
         self._index: VectorIndex | None = None

@@ -294,7 +294,7 @@ class StoreGateway:
                     logger.info("%s; asking the server at %s", exc, server[0])
                     self._server = ServerClient(self.runtime.settings, *server)
                 elif self.runtime.settings.broker_url is None:
-                    # Another command (an ingest gives the store back between batches): wait for it.
+                    # Another command (an ingest lends the store to a process that waits): wait for it.
                     self.runtime.wait_for_store()
                     return False
                 else:
