@@ -116,6 +116,17 @@ def write_folder(folder: Path, passages: int, seed: int = 11) -> tuple[int, int]
     return files, characters
 
 
+def _rss_split_mb() -> dict[str, float]:
+    """This process's resident memory now: anonymous (its own) and file-backed (mapped pages of the store's
+    files, which the kernel can drop)."""
+    split = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                split[line.split(":")[0].lower()] = round(int(line.split()[1]) / 1024, 1)
+    return split
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -168,6 +179,7 @@ def child(folder: Path, data_dir: Path, quantization: str) -> None:
         threading.Thread(target=sample, daemon=True).start()
         report = job.run([folder], on_progress=on_progress)
         done.set()
+        rss_at_end = _rss_split_mb()
         counts = runtime.catalog.counts()
         stats = runtime.index.stats(job.active_collection())
     store_bytes = sum(f.stat().st_size for f in (data_dir / "qdrant").rglob("*") if f.is_file())
@@ -186,6 +198,7 @@ def child(folder: Path, data_dir: Path, quantization: str) -> None:
                 "hnsw_build_seconds": round(report.index_build_seconds, 1),
                 "hnsw_build_note": report.index_build_note,
                 "rss_after_real_encoder_mb": round(rss_with_encoder, 1),
+                "rss_at_end_mb": rss_at_end,
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 "peak_rss_graph_builder_mb": round(
                     resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
@@ -197,28 +210,94 @@ def child(folder: Path, data_dir: Path, quantization: str) -> None:
     )
 
 
+def asker(data_dir: Path, quantization: str, questions: int) -> None:
+    """Open the store in this new process, ask ``questions`` SQuAD train questions (dense with the stand-in
+    encoder, lexical with BM25); print one JSON line: p50 / p95 ms of each, and this process's peak RSS."""
+    from bench.common import summarize_ms
+    from spanqa.retriever.index import EdgeVectorIndex
+    from spanqa.retriever.lexical import Bm25Encoder
+    from spanqa.runtime import Runtime
+    from spanqa.settings import Settings
+
+    texts = [qa["question"] for a in squad_articles(SQUAD_TRAIN) for p in a["paragraphs"] for qa in p["qas"]]
+    sample = random.Random(3).sample(texts, questions)
+    settings = Settings.load(environ={}, data_dir=data_dir)
+    with Runtime(settings) as runtime:
+        encoder = HashingEncoder(runtime.encoder.tokenizer)
+    store = data_dir / "qdrant"
+    with EdgeVectorIndex(store, quantization=quantization) as index:
+        collection = next(name for name in index.list_collections() if name.startswith("chunks"))
+        bm25 = Bm25Encoder()
+        dense, lexical = [], []
+        for question in sample:
+            vector = encoder.encode([question])[0]
+            started = time.perf_counter()
+            index.search(collection, vector, limit=10)
+            dense.append(time.perf_counter() - started)
+            query = bm25.query(question)
+            started = time.perf_counter()
+            index.search_lexical(collection, query, limit=10)
+            lexical.append(time.perf_counter() - started)
+    print(
+        json.dumps(
+            {
+                "questions": questions,
+                "dense_ms": summarize_ms(dense),
+                "lexical_ms": summarize_ms(lexical),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "rss_at_end_mb": _rss_split_mb(),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
     parser.add_argument("--quantization", default="int8", help="vector_quantization of the collection")
     parser.add_argument("--work", type=Path, help="scratch folder (default: a new temporary one)")
     parser.add_argument("--child", nargs=3, metavar=("DOCS", "DATA", "QUANT"), help=argparse.SUPPRESS)
+    parser.add_argument("--questions", type=int, default=200, help="asked of the store after the ingest")
+    parser.add_argument("--asks-only", action="store_true", help="only ask, of the store in --work")
+    parser.add_argument("--asker", nargs=2, metavar=("DATA", "QUANT"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.child:
         child(Path(args.child[0]), Path(args.child[1]), args.child[2])
         return
+    if args.asker:
+        asker(Path(args.asker[0]), args.asker[1], args.questions)
+        return
     work = args.work or Path(tempfile.mkdtemp(prefix="spanqa-stream-"))
-    started = time.perf_counter()
-    files, characters = write_folder(work / "docs", args.passages)
-    written_s = time.perf_counter() - started
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", str(work / "docs"), str(work / "data"), args.quantization],
+    measured: dict[str, Any] = {}
+    files = characters = 0
+    written_s = 0.0
+    if not args.asks_only:
+        started = time.perf_counter()
+        files, characters = write_folder(work / "docs", args.passages)
+        written_s = time.perf_counter() - started
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(work / "docs"), str(work / "data"), args.quantization],
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
+        measured = json.loads(done.stdout.strip().splitlines()[-1])
+    asked = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--asker",
+            str(work / "data"),
+            args.quantization,
+            "--questions",
+            str(args.questions),
+        ],
         stdout=subprocess.PIPE,
         text=True,
         check=True,
     )
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    measured["asks"] = json.loads(asked.stdout.strip().splitlines()[-1])
     emit_results(
         {
             "bench": "stream_ingest",

@@ -104,13 +104,19 @@ class ServerVectorIndex(ClosingIndex):
     # -- helpers ------------------------------------------------------------------------------------------
 
     def _vector_config(self, dimension: int) -> dict[str, Any]:
-        """``create_collection``'s dense-vector arguments for this store's ``quantization``."""
+        """``create_collection``'s vector arguments (dense and BM25) for this store's ``quantization``."""
         m = self._models
         if self.quantization == "none":
-            return {"vectors_config": m.VectorParams(size=dimension, distance=m.Distance.COSINE)}
-        # As the embedded store: an int8 copy in memory for the search, float32 vectors on disk to rescore.
+            return {
+                "vectors_config": m.VectorParams(size=dimension, distance=m.Distance.COSINE),
+                "sparse_vectors_config": {LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            }
+        # As the embedded store: an int8 copy in memory for the search, float32 vectors on disk to rescore,
+        # the BM25 index on disk.
+        sparse = m.SparseVectorParams(modifier=m.Modifier.IDF, index=m.SparseIndexParams(on_disk=True))
         return {
             "vectors_config": m.VectorParams(size=dimension, distance=m.Distance.COSINE, on_disk=True),
+            "sparse_vectors_config": {LEXICAL_VECTOR: sparse},
             "quantization_config": m.ScalarQuantization(
                 scalar=m.ScalarQuantizationConfig(type=m.ScalarType.INT8, quantile=0.99, always_ram=True)
             ),
@@ -235,7 +241,6 @@ class ServerVectorIndex(ClosingIndex):
                     lambda: self._client.create_collection(
                         name,
                         **self._vector_config(dimension),
-                        sparse_vectors_config={LEXICAL_VECTOR: m.SparseVectorParams(modifier=m.Modifier.IDF)},
                     ),
                 )
             except VectorIndexError:

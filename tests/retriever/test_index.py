@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -634,8 +635,9 @@ def test_edge_int8_collection_searches_as_float32_and_keeps_its_layout(
             assert [h.id for h in hits] == [points[i].id for i in best]
             # Scores are the float32 cosines (rescored), not the int8 copy's approximations.
             assert abs(hits[0].score - float(query @ vectors[best[0]])) < 1e-4
-    config = (tmp_path / "q" / "edge_config.json").read_text()
-    assert "quantization" in config and "int8" in config.lower()
+    config = json.loads((tmp_path / "q" / "edge_config.json").read_text())
+    assert "int8" in json.dumps(config["vectors"][""]["quantization_config"]).lower()
+    assert config["sparse_vectors"]["lexical"]["memory"] == "cold"  # a big store's BM25 index stays on disk
     with EdgeVectorIndex(tmp_path) as index:  # opened with the default: the collection keeps its own
         index.ensure_collection("q", 32)
         index.ensure_collection("plain", 32)
@@ -804,3 +806,24 @@ def test_edge_lends_the_store_to_a_waiting_process_and_keeps_it_open_otherwise(
         assert took_back and took_back[0] >= closed
         assert writer.count("c") == 20
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(WAITING_PREFIX)] == []
+
+
+def test_server_int8_collection_keeps_vectors_and_bm25_index_on_disk(rng: np.random.Generator) -> None:
+    from spanqa.retriever.lexical import Bm25Encoder
+
+    vectors = unit_vectors(rng, 50, 32)
+    points = make_points(rng, "doc-a", "/a", len(vectors), vectors=vectors)
+    bm25 = Bm25Encoder()
+    terms = bm25.document("work_mem default")
+    points[7] = IndexPoint(points[7].id, points[7].vector, points[7].payload, terms)
+    with ServerVectorIndex(":memory:", quantization="int8") as index:
+        index.ensure_collection("q", 32)
+        index.upsert("q", points)
+        assert index.search("q", vectors[3], limit=1)[0].id == points[3].id
+        assert [h.id for h in index.search_lexical("q", bm25.query("work_mem"), limit=3)] == [points[7].id]
+        params = index._client.get_collection("q").config.params
+        assert params.vectors.on_disk and params.sparse_vectors["lexical"].index.on_disk
+    with ServerVectorIndex(":memory:") as plain:
+        plain.ensure_collection("p", 32)
+        sparse = plain._client.get_collection("p").config.params.sparse_vectors["lexical"]
+        assert not (sparse.index and sparse.index.on_disk)
