@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import resource
@@ -128,8 +127,7 @@ def _rss_split_mb() -> dict[str, float]:
 
 
 def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return sum(_rss_split_mb().values())
 
 
 def child(folder: Path, data_dir: Path, quantization: str) -> None:
@@ -200,6 +198,8 @@ def child(folder: Path, data_dir: Path, quantization: str) -> None:
                 "rss_after_real_encoder_mb": round(rss_with_encoder, 1),
                 "rss_at_end_mb": rss_at_end,
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                # A child's ru_maxrss starts from its parent's peak at the spawn (Linux folds the borrowed
+                # memory's high-water mark in at exec): the builder's own where above this process's peak.
                 "peak_rss_graph_builder_mb": round(
                     resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
                 ),

@@ -400,19 +400,8 @@ class IngestJob:
         waiting = self.index.stats(collection).unindexed
         if waiting < self.hnsw_build_at:
             return
-        if self.on_build is not None:
-            self.on_build(waiting)
-        started = time.perf_counter()
-        note = None
-        try:
-            self.index.build_search_index(collection)
-        except VectorIndexError as exc:
-            note = f"the search index was not built: {first_line(exc)}"
-        if note is None:
-            logger.info("built the HNSW graph over %d vectors", waiting)
-        else:
-            logger.warning("%s", note)
-        report.index_build_seconds += time.perf_counter() - started
+        seconds, note = build_graph(self.index, collection, waiting, self.on_build)
+        report.index_build_seconds += seconds
         report.index_build_note = note  # the last build's: a later one that succeeded clears an earlier note
 
     @contextlib.contextmanager
@@ -543,6 +532,27 @@ class IngestJob:
         if collection is not None and self.index.has_collection(collection):
             self.index.delete_document(collection, document_id)
         self.catalog.mark_deleted(document_id)
+
+
+def build_graph(
+    index: VectorIndex, collection: str, vectors: int, on_build: Callable[[int], None] | None = None
+) -> tuple[float, str | None]:
+    """Build ``collection``'s HNSW graph over its ``vectors`` new vectors (``on_build`` is told first): the
+    seconds it took, and why the graph stayed as it was, if it did (a failed build is not an error: search
+    is exact without the graph, and the next build tries again)."""
+    if on_build is not None:
+        on_build(vectors)
+    started = time.perf_counter()
+    note = None
+    try:
+        index.build_search_index(collection)
+    except VectorIndexError as exc:
+        note = f"the search index was not built: {first_line(exc)}"
+    if note is None:
+        logger.info("built the HNSW graph over %d vectors", vectors)
+    else:
+        logger.warning("%s", note)
+    return time.perf_counter() - started, note
 
 
 def _sha256(path: Path) -> str:

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from spanqa.errors import first_line
 from spanqa.ingest.catalog import Catalog
+from spanqa.ingest.job import build_graph
 from spanqa.ingest.points import make_point
 from spanqa.retriever.encoder import TextEncoder
-from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, VectorIndexError, collection_name
+from spanqa.retriever.index import ACTIVE_ALIAS, VectorIndex, collection_name
 from spanqa.types import IndexVersion
 
 logger = logging.getLogger(__name__)
@@ -90,15 +90,7 @@ def reindex(
             on_progress(done, total)
     build_seconds, note = 0.0, None
     if 0 < hnsw_build_at <= done:
-        if on_build is not None:
-            on_build(done)
-        build_started = time.perf_counter()
-        try:
-            index.build_search_index(name)
-        except VectorIndexError as exc:
-            note = f"the search index was not built: {first_line(exc)}"
-            logger.warning("%s", note)
-        build_seconds = time.perf_counter() - build_started
+        build_seconds, note = build_graph(index, name, done, on_build)
     catalog.activate_index_version(building.id)
     index.set_alias(ACTIVE_ALIAS, name)  # for anything reading the Qdrant server directly
     # Older retired collections are dropped now; the one just replaced stays for searches in flight.

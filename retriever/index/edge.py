@@ -161,7 +161,7 @@ class EdgeVectorIndex(ClosingIndex):
         through ``on_wait`` after ``WAIT_NOTICE_S``); raise VectorIndexInUseError when it is still held."""
         started = time.monotonic()
         told = False
-        marker = self.path / f"{WAITING_PREFIX}{os.getpid()}-{id(self)}"
+        marker = self.path / self._waiting_name
         try:
             while True:
                 try:
@@ -779,9 +779,14 @@ class EdgeVectorIndex(ClosingIndex):
                     logger.debug("another process waits for the store: giving it back")
                     self.release()
 
+    @property
+    def _waiting_name(self) -> str:
+        """The name of the file this index keeps in the store directory while it waits for the store."""
+        return f"{WAITING_PREFIX}{os.getpid()}-{id(self)}"
+
     def _others_waiting(self) -> bool:
         """Whether another process (or another index in this one) waits for the store now."""
-        mine = f"{WAITING_PREFIX}{os.getpid()}-{id(self)}"
+        mine = self._waiting_name
         now = time.time()
         try:
             markers = [p for p in self.path.iterdir() if p.name.startswith(WAITING_PREFIX) and p.name != mine]

@@ -379,8 +379,8 @@ class ServerVectorIndex(ClosingIndex):
             return [[] for _ in queries]
         m = self._models
         out: list[list[SearchHit]] = []
+        params = self._dense_params().get("search_params")
         for batch in slices(queries, MAX_BATCH_QUERIES):
-            params = self._dense_params().get("search_params")
             requests = [
                 m.QueryRequest(query=query, limit=limit, with_payload=True, params=params) for query in batch
             ]
