@@ -389,3 +389,37 @@ def test_status_says_how_the_vectors_are_searched(cli: tuple[CliRunner, dict[str
     assert search["vectors"] == status["chunks"] > 0 and 0 <= search["indexed"] <= search["vectors"]
     assert search["state"] in {"indexed", "partly indexed", "not indexed"}
     assert invoke(cli, "status").stdout.count("search ") == 1
+
+
+def test_every_command_loads_under_its_name() -> None:
+    from spanqa.cli.root import COMMANDS
+
+    runner = CliRunner()
+    listed = runner.invoke(main, ["--help"]).output
+    for name in COMMANDS:
+        command = main.get_command(None, name)  # type: ignore[arg-type]
+        assert command is not None and command.name == name
+        assert re.search(rf"^  {name}\b", listed, re.MULTILINE), name
+    assert main.get_command(None, "no-such-command") is None  # type: ignore[arg-type]
+    unknown = runner.invoke(main, ["no-such-command"])
+    assert unknown.exit_code != 0 and "No such command" in unknown.output
+
+
+@pytest.mark.parametrize(
+    "argv", [["reader", "train", "--help"], ["reader", "export", "--help"], ["retriever", "train", "--help"]]
+)
+def test_training_commands_need_no_store_or_service_library(argv: list[str]) -> None:
+    """The GPU recipes run these where torch and transformers are installed but not spanqa's stores."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from spanqa.cli import main\n"
+        f"main({argv!r}, standalone_mode=False)\n"
+        "import spanqa.reader.training, spanqa.retriever.training, spanqa.retriever.encoder\n"
+        "banned = {'sqlalchemy', 'alembic', 'qdrant_client', 'qdrant_edge', 'celery', 'redis', 'fastapi'}\n"
+        "print(sorted({name.split('.')[0] for name in sys.modules} & banned))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
