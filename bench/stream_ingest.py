@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import resource
@@ -251,6 +252,44 @@ def asker(data_dir: Path, quantization: str, questions: int) -> None:
     )
 
 
+class MemoryCgroup:
+    """A new memory cgroup (v2 where its memory controller is on, else v1) with a hard limit: what the ingest
+    and the graph builders it starts must fit in together, the page cache of the files they read and write
+    included (the kernel reclaims that first). Needs root."""
+
+    def __init__(self, limit_mb: int) -> None:
+        unified = Path("/sys/fs/cgroup")
+        controllers = unified / "cgroup.controllers"
+        self.v2 = controllers.is_file() and "memory" in controllers.read_text().split()
+        name = f"spanqa-bench-{os.getpid()}"
+        self.path = unified / name if self.v2 else unified / "memory" / name
+        self.path.mkdir()
+        (self.path / ("memory.max" if self.v2 else "memory.limit_in_bytes")).write_text(str(limit_mb * 2**20))
+
+    def enter(self) -> None:
+        """Move the calling process in (a ``preexec_fn``: the child joins before it runs anything)."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def report(self) -> dict[str, Any]:
+        """Peak usage (page cache included), OOM kills and times the limit was hit; then remove the group."""
+
+        def read(name: str) -> str:
+            return (self.path / name).read_text()
+
+        result: dict[str, Any]
+        if self.v2:
+            events = dict(line.split() for line in read("memory.events").splitlines())
+            peak = int(read("memory.peak")) if (self.path / "memory.peak").exists() else None
+            result = {"oom_kills": int(events.get("oom_kill", 0)), "limit_hits": int(events.get("max", 0))}
+        else:
+            oom = dict(line.split() for line in read("memory.oom_control").splitlines())
+            peak = int(read("memory.max_usage_in_bytes"))
+            result = {"oom_kills": int(oom.get("oom_kill", 0)), "limit_hits": int(read("memory.failcnt"))}
+        result["peak_mb"] = round(peak / 2**20, 1) if peak is not None else None
+        self.path.rmdir()
+        return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
@@ -260,6 +299,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200, help="asked of the store after the ingest")
     parser.add_argument("--asks-only", action="store_true", help="only ask, of the store in --work")
     parser.add_argument("--asker", nargs=2, metavar=("DATA", "QUANT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--memory-limit",
+        type=int,
+        metavar="MB",
+        help="run the ingest, graph builds included, in a new memory cgroup with this hard limit (root)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if args.child:
@@ -276,13 +321,20 @@ def main() -> None:
         started = time.perf_counter()
         files, characters = write_folder(work / "docs", args.passages)
         written_s = time.perf_counter() - started
+        cgroup = MemoryCgroup(args.memory_limit) if args.memory_limit else None
         done = subprocess.run(
             [sys.executable, __file__, "--child", str(work / "docs"), str(work / "data"), args.quantization],
             stdout=subprocess.PIPE,
             text=True,
-            check=True,
+            check=False,
+            preexec_fn=cgroup.enter if cgroup else None,
         )
+        limited = cgroup.report() if cgroup else None
+        if done.returncode != 0:
+            sys.exit(f"the ingest failed (exit status {done.returncode}); memory cgroup: {limited}")
         measured = json.loads(done.stdout.strip().splitlines()[-1])
+        if limited is not None:
+            measured["memory_cgroup"] = {"limit_mb": args.memory_limit, **limited}
     asked = subprocess.run(
         [
             sys.executable,

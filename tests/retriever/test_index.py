@@ -827,3 +827,34 @@ def test_server_int8_collection_keeps_vectors_and_bm25_index_on_disk(rng: np.ran
         plain.ensure_collection("p", 32)
         sparse = plain._client.get_collection("p").config.params.sparse_vectors["lexical"]
         assert not (sparse.index and sparse.index.on_disk)
+
+
+def _rss_anon_mb() -> float:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("RssAnon:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_return_freed_memory_hands_freed_heap_pages_back() -> None:
+    import ctypes
+
+    from spanqa.retriever.index.edge import return_freed_memory
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.malloc_trim  # noqa: B018 (glibc only)
+    except (OSError, AttributeError):
+        pytest.skip("not glibc")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    # 120 MB in small blocks (below mmap's threshold: from the heap), all freed but the last, which keeps the
+    # freed pages below the heap's top, where free() itself never gives them back.
+    blocks = [libc.malloc(4096) for _ in range(30_000)]
+    for block in blocks:
+        ctypes.memset(block, 1, 4096)
+    for block in blocks[:-1]:
+        libc.free(block)
+    held = _rss_anon_mb()
+    return_freed_memory()
+    assert _rss_anon_mb() < held - 80
+    libc.free(blocks[-1])
