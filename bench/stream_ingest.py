@@ -23,11 +23,13 @@ sampled over the run (flat when the ingest streams), seconds by stage, HNSW buil
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import re
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -286,7 +288,16 @@ class MemoryCgroup:
             peak = int(read("memory.max_usage_in_bytes"))
             result = {"oom_kills": int(oom.get("oom_kill", 0)), "limit_hits": int(read("memory.failcnt"))}
         result["peak_mb"] = round(peak / 2**20, 1) if peak is not None else None
-        self.path.rmdir()
+        # A graph builder outlives an ingest killed for memory: end it before the group can go.
+        for pid in read("cgroup.procs").split():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
         return result
 
 

@@ -188,11 +188,15 @@ def _device(name: str) -> str:
 
 
 def load_bi_encoder(name_or_path: str, *, device: str = "cpu", max_seq_length: int | None = None) -> Any:
-    """A SentenceTransformer that pools by mean (a plain HF model gets mean pooling) and normalizes."""
+    """A SentenceTransformer that pools by mean (a plain HF model gets mean pooling) and normalizes, with
+    float32 weights whatever precision they were saved in (a float16 copy travels to a GPU)."""
+    import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.models import Normalize
 
-    model = SentenceTransformer(resolve_encoder_model(name_or_path), device=device)
+    model = SentenceTransformer(
+        resolve_encoder_model(name_or_path), device=device, model_kwargs={"dtype": torch.float32}
+    )
     if not any(isinstance(module, Normalize) for module in model):
         model.append(Normalize())
     if max_seq_length is not None:

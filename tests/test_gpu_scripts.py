@@ -12,7 +12,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts" / "gpu"
 def test_split_and_join_round_trip_a_model_folder(tmp_path: Path) -> None:
     model = tmp_path / "model"
     (model / "1_Pooling").mkdir(parents=True)
-    weights = os.urandom(31_000_000)
+    weights = os.urandom(40_000_000)
     (model / "model.safetensors").write_bytes(weights)
     (model / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
     subprocess.run(["bash", str(SCRIPTS / "split.sh"), str(model), str(tmp_path / "parts")], check=True)

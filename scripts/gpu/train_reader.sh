@@ -3,28 +3,27 @@
 # spanqa-techqa train) in one device call of at most 10 minutes on one H100, weights back in files of at most
 # 16 MB. Prepare here (no GPU needed), then run on the device, then join and evaluate here on the CPU:
 #
-#   .venv/bin/python bench/techqa/techqa.py trainset --out gpu/techqa-train.json     # gpu/ is git-ignored
-#   cp ../shared/datasets/squad-v1.1-train.json ../shared/datasets/squad-v1.1-train.ambiguous-ids.txt gpu/
-#   .venv/bin/python bench/techqa/techqa.py trainset --split dev --out gpu/techqa-dev.json
+#   bash scripts/gpu/prepare.sh reader      # techqa train/dev pairs and SQuAD, gzipped, into gpu/ (git-ignored)
 #   # device (carry: gpu):  bash scripts/gpu/train_reader.sh
 #   bash scripts/gpu/join.sh $FILES_AT/reader runs/gpu-reader     # the split weights, joined and checked
 #
 # On the device python3 already holds torch, transformers, click and rich: spanqa runs from the checkout with
-# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH and MINUTES override the recipe.
+# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH and MINUTES override the recipe. To try the whole script
+# here first: PATH=$PWD/.venv/bin:$PATH DEVICE=cpu MINUTES=0.5 OUT=/tmp/gpu-try bash scripts/gpu/train_reader.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-runs/gpu-out}
 WORK=${WORK:-/tmp/reader-run}
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+source scripts/gpu/env.sh
 python3 -m spanqa.cli reader train \
-    --train gpu/squad-v1.1-train.json --train gpu/techqa-train.json \
+    --train "$INPUT/squad-v1.1-train.json" --train "$INPUT/techqa-train.json" \
     --exclude-ids gpu/squad-v1.1-train.ambiguous-ids.txt \
-    --init reader/models/spanqa-reader-minilm --out "$WORK" \
-    --eval gpu/techqa-dev.json --eval-limit 2000 \
+    --init reader/models/spanqa-reader-minilm --out "$WORK/run" \
+    --eval "$INPUT/techqa-dev.json" --eval-limit 2000 \
     --max-seq-length 384 --stride 128 --epochs "${EPOCHS:-3}" --batch-size "${BATCH:-64}" \
-    --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed 45 --device cuda \
+    --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed 45 --device "${DEVICE:-cuda}" \
     --time-limit "${MINUTES:-8}"
-python3 -m spanqa.cli reader export "$WORK/best" "$WORK/export"
+python3 -m spanqa.cli reader export "$WORK/run/best" "$WORK/export"
 mkdir -p "$OUT/reader"
 bash scripts/gpu/split.sh "$WORK/export" "$OUT/reader"
-cp "$WORK"/history.json "$OUT/" 2>/dev/null || true
+cp "$WORK/run/history.jsonl" "$OUT/"

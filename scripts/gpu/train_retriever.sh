@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The retriever's GPU recipe: the bi-encoder fine-tuned with the Sentence-BERT objective (multiple-negatives
 # ranking with BM25 hard negatives, mean pooling kept) on SQuAD v1.1 train and spanqa-techqa train questions,
-# in one device call, weights back in files of at most 16 MB. Prepare here:
+# in one device call, weights back in files of at most 16 MB. Prepare here (the training pairs, the starting
+# model, the wheels the device lacks; it says whether the call fits and what to leave out if not):
 #
-#   .venv/bin/python bench/techqa/techqa.py trainset --negatives 0 --squad ../shared/datasets/squad-v1.1-train.json \
-#       --squad-questions 90000 --out gpu/retriever-train.json
-#   cp ../shared/datasets/squad-v1.1-dev-public.json gpu/
+#   bash scripts/gpu/prepare.sh retriever
 #   # device (carry: gpu):  bash scripts/gpu/train_retriever.sh
 #   bash scripts/gpu/join.sh $FILES_AT/retriever runs/gpu-retriever
 #
@@ -15,10 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-runs/gpu-out}
 WORK=${WORK:-/tmp/retriever-run}
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-python3 -m spanqa.cli retriever train --train gpu/retriever-train.json --out "$WORK" \
-    --eval gpu/squad-v1.1-dev-public.json --eval-limit 2000 --loss mnr --hard-negatives 1 \
+source scripts/gpu/env.sh
+python3 -c "import datasets, bm25s, sentence_transformers"  # what the image lacks came with gpu/wheels
+python3 -m spanqa.cli retriever train --train "$INPUT/retriever-train.json" --init "${INIT:-gpu/base-encoder}" \
+    --out "$WORK/run" \
+    --eval "$INPUT/squad-v1.1-dev-public.json" --eval-limit 2000 --loss mnr --hard-negatives 1 \
     --epochs "${EPOCHS:-1}" --batch-size "${BATCH:-128}" --lr "${LR:-3e-5}" --max-seq-length 256 \
-    --save-every 1000 --device cuda --time-limit "${MINUTES:-8}"
+    --save-every 250 --device "${DEVICE:-cuda}" --time-limit "${MINUTES:-8}"
 mkdir -p "$OUT/retriever"
-bash scripts/gpu/split.sh "$WORK/final" "$OUT/retriever"
+bash scripts/gpu/split.sh "$WORK/run/final" "$OUT/retriever"

@@ -1,0 +1,19 @@
+# Sourced by the GPU recipes, from the repository root: a fresh $WORK; the inputs that travel gzipped
+# (scripts/gpu/prepare.sh) unpacked into $WORK/input (never into gpu/, which must stay small enough to travel);
+# spanqa from the checkout (nothing installed); the wheels of $WHEELS (scripts/gpu/wheels.sh, default
+# gpu/wheels) installed into $WORK/site ahead of the image's own packages; Python's output unbuffered.
+rm -rf "$WORK"
+INPUT=$WORK/input
+mkdir -p "$INPUT"
+for packed in gpu/*.json.gz; do
+    if [ -e "$packed" ]; then gunzip -c "$packed" >"$INPUT/$(basename "$packed" .gz)"; fi
+done
+WHEELS=${WHEELS:-gpu/wheels}
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir \
+        --upgrade --target "$WORK/site" "$WHEELS"/*.whl
+    export PYTHONPATH=$WORK/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
