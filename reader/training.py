@@ -454,7 +454,13 @@ def train(
                 if out_of_time:
                     stop_requested = True
                 if global_step % config.save_every == 0 or global_step >= total_steps or stop_requested:
-                    save(evaluate=global_step % config.save_every == 0 or global_step >= total_steps)
+                    # A stretch that ran out of time is scored too: its last steps may be the best, and a
+                    # run that stops before its first checkpoint still leaves a best model to export.
+                    save(
+                        evaluate=global_step % config.save_every == 0
+                        or global_step >= total_steps
+                        or out_of_time
+                    )
                 if global_step >= total_steps or stop_requested:
                     break
     finally:

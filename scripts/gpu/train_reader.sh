@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reader's GPU recipe: the whole training (several epochs over SQuAD v1.1 train, its unanswerable pairs and
-# spanqa-techqa train) in one device call of at most 10 minutes on one H100, weights back in files of at most
-# 16 MB. Prepare here (no GPU needed), then run on the device, then join and evaluate here on the CPU:
+# spanqa-techqa train) in one device call of at most 10 minutes on one H100 (7 of training, about 1.5 more to
+# read the data, score the last weights and export), weights back in files of at most 16 MB. Prepare here (no
+# GPU needed), then run on the device, then join and evaluate here on the CPU:
 #
 #   bash scripts/gpu/prepare.sh reader      # techqa train/dev pairs and SQuAD, gzipped, into gpu/ (git-ignored)
 #   # device (carry: gpu):  bash scripts/gpu/train_reader.sh
@@ -22,7 +23,7 @@ python3 -m spanqa.cli reader train \
     --eval "$INPUT/techqa-dev.json" --eval-limit 2000 \
     --max-seq-length 384 --stride 128 --epochs "${EPOCHS:-3}" --batch-size "${BATCH:-64}" \
     --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed 45 --device "${DEVICE:-cuda}" \
-    --time-limit "${MINUTES:-8}"
+    --time-limit "${MINUTES:-7}"
 python3 -m spanqa.cli reader export "$WORK/run/best" "$WORK/export"
 mkdir -p "$OUT/reader"
 bash scripts/gpu/split.sh "$WORK/export" "$OUT/reader"

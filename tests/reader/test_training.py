@@ -93,6 +93,8 @@ def test_time_limit_stops_with_a_checkpoint(config: TrainConfig) -> None:
     result = train(config)
     assert result.global_step == 1 and not result.finished
     assert (Path(config.out_dir) / "checkpoint" / "training_state.pt").is_file()
+    # Scored as it stops: a run cut short before its first checkpoint still has a best model to export.
+    assert "f1" in result.history[-1] and (Path(config.out_dir) / "best" / "config.json").is_file()
 
 
 def test_resume_without_checkpoint_is_an_error(config: TrainConfig) -> None:
