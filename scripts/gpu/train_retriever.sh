@@ -8,6 +8,10 @@
 #   # device (carry: gpu):  bash scripts/gpu/train_retriever.sh
 #   bash scripts/gpu/join.sh $FILES_AT/retriever runs/gpu-retriever
 #
+# To try it here first: PATH=$PWD/.venv/bin:$PATH DEVICE=cpu MINUTES=0.3 BATCH=8 OUT=/tmp/gpu-try (a batch of
+# 128 takes 24 GB on a CPU); a Python that lacks datasets or bm25s takes PYVER=3.11 bash scripts/gpu/wheels.sh
+# and WHEELS=/tmp/wheels-3.11.
+#
 # Ship it only when it beats the packaged model on techqa test passage@5 and SQuAD recall@1; an index made with
 # the old one is re-embedded with `spanqa reindex --retriever-model PATH` (never mixed).
 set -euo pipefail
@@ -20,6 +24,6 @@ python3 -m spanqa.cli retriever train --train "$INPUT/retriever-train.json" --in
     --out "$WORK/run" \
     --eval "$INPUT/squad-v1.1-dev-public.json" --eval-limit 2000 --loss mnr --hard-negatives 1 \
     --epochs "${EPOCHS:-1}" --batch-size "${BATCH:-128}" --lr "${LR:-3e-5}" --max-seq-length 256 \
-    --save-every 250 --device "${DEVICE:-cuda}" --time-limit "${MINUTES:-8}"
+    --save-every 250 --device "${DEVICE:-cuda}" --time-limit "${MINUTES:-7}"
 mkdir -p "$OUT/retriever"
 bash scripts/gpu/split.sh "$WORK/run/final" "$OUT/retriever"
