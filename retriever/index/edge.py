@@ -95,9 +95,9 @@ def _in_turn(
 
 def return_freed_memory() -> None:
     """Give the heap pages that a closed collection freed back to the system. glibc's malloc keeps them for
-    reuse (at 950,000 points a loaded collection holds 630 MB; closed, 270 MB stayed resident, 25 MB after
-    this), and a big ingest closes its collection so that a child process can build the graph over a copy:
-    the two together must fit (bench/stream_ingest.py --memory-limit). Nothing to do off glibc."""
+    reuse (much of what a big collection held: docs/history, round 14), and a big ingest closes its
+    collection so that a child process can build the graph over a copy: the two together must fit
+    (bench/stream_ingest.py --memory-limit). Nothing to do off glibc."""
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
