@@ -12,24 +12,25 @@ recipe=${1:?usage: prepare.sh reader|retriever}
 SQUAD=${SQUAD:-../shared/datasets}
 LIMIT=$((64 * 1024 * 1024))
 TECHQA="bench/techqa/techqa.py"
-mkdir -p gpu
+# Each recipe fills gpu/ from empty: what another recipe left there would travel too.
+case "$recipe" in
+reader | retriever) rm -rf gpu && mkdir gpu ;;
+*) mkdir -p gpu ;;
+esac
 case "$recipe" in
 reader)
-    rm -rf gpu/*.json gpu/*.json.gz gpu/base-encoder gpu/wheels
     .venv/bin/python "$TECHQA" trainset --split train --negatives 1 --out gpu/techqa-train.json
     .venv/bin/python "$TECHQA" trainset --split dev --negatives 1 --out gpu/techqa-dev.json
     cp "$SQUAD/squad-v1.1-train.json" "$SQUAD/squad-v1.1-train.ambiguous-ids.txt" gpu/
     gzip -f gpu/squad-v1.1-train.json gpu/techqa-train.json gpu/techqa-dev.json
     ;;
 retriever)
-    rm -f gpu/*.json gpu/*.json.gz
     .venv/bin/python "$TECHQA" trainset --negatives 0 --squad "$SQUAD/squad-v1.1-train.json" \
         --squad-questions 90000 --out gpu/retriever-train.json
     cp "$SQUAD/squad-v1.1-dev-public.json" gpu/
     gzip -f gpu/retriever-train.json gpu/squad-v1.1-dev-public.json
     # The starting model: the packaged all-MiniLM-L6-v2 (the device has no such package), in float16 to
     # travel (training loads it as float32).
-    rm -rf gpu/base-encoder
     .venv/bin/python - <<'EOF'
 from spanqa.retriever.training import load_bi_encoder
 model = load_bi_encoder("sentence-transformers/all-MiniLM-L6-v2")
@@ -44,9 +45,10 @@ check) ;;
     ;;
 esac
 weights=reader/models/spanqa-reader-minilm/model.safetensors
+restore="git reset -q $weights && sed -i \"\\|^/$weights\$|d\" .git/info/exclude"
 if [ "$recipe" = reader ] && ! git ls-files --error-unmatch "$weights" >/dev/null 2>&1; then
     echo "the reader's weights ($weights) are left out of git's index: they are the recipe's starting point;" >&2
-    echo "put them back with 'git reset -q $weights && sed -i \"\\|^/$weights\$|d\" .git/info/exclude'" >&2
+    echo "put them back with '$restore'" >&2
     exit 1
 fi
 # What travels: the files git tracks and the untracked ones it does not ignore, and gpu/.
@@ -59,8 +61,7 @@ if [ "$total" -gt "$LIMIT" ]; then
     if [ "$recipe" != reader ]; then
         echo "The retriever recipe does not read the reader's weights: leave them out of the call with" >&2
         echo "'git rm --cached -q $weights && echo /$weights >> .git/info/exclude', then run" >&2
-        echo "'bash scripts/gpu/prepare.sh check'; after the call put them back with" >&2
-        echo "'git reset -q $weights && sed -i \"\\|^/$weights\$|d\" .git/info/exclude'." >&2
+        echo "'bash scripts/gpu/prepare.sh check'; after the call put them back with '$restore'." >&2
     fi
     exit 1
 fi
