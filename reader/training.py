@@ -571,3 +571,54 @@ def export_model(source: str | Path, destination: str | Path, *, half: bool = Tr
     for name, content in cards.items():
         (destination / name).write_bytes(content)
     return destination
+
+
+def average_models(
+    tuned: str | Path, base: str | Path, destination: str | Path, *, weight: float, half: bool = True
+) -> Path:
+    """Weights interpolated between a fine-tuned reader and the reader it started from, exported for shipping.
+
+    ``weight * tuned + (1 - weight) * base`` for every tensor (Wortsman et al., 2022, "Robust fine-tuning of
+    zero-shot models"): fine-tuning on documentation cost the reader SQuAD F1, and the interpolated weights
+    keep most of the documentation gain while giving that back (docs/benchmarks.md). Both must be the same
+    architecture; the tokenizer and config are ``tuned``'s.
+
+    Args:
+        tuned: the fine-tuned reader's folder.
+        base: the reader it was fine-tuned from.
+        destination: where the averaged reader is exported (model card files there are kept).
+        weight: the share of ``tuned``, in [0, 1].
+        half: save float16 weights (as ``export_model``).
+
+    Returns:
+        ``destination``.
+    """
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be within [0, 1], not {weight}")
+    model = AutoModelForQuestionAnswering.from_pretrained(str(tuned), dtype=torch.float32)
+    other = AutoModelForQuestionAnswering.from_pretrained(str(base), dtype=torch.float32).state_dict()
+    state = model.state_dict()
+    mismatched = sorted(
+        name
+        for name in state.keys() | other.keys()
+        if name not in state or name not in other or state[name].shape != other[name].shape
+    )
+    if mismatched:
+        raise ValueError(f"{tuned} and {base} are not the same architecture (they differ at {mismatched[0]})")
+    with torch.no_grad():
+        for name, tensor in state.items():
+            if tensor.is_floating_point():
+                tensor.mul_(weight).add_(other[name], alpha=1.0 - weight)
+    if half:
+        model = model.half()
+    destination = Path(destination)
+    cards = {
+        name: (destination / name).read_bytes() for name in KEPT_ON_EXPORT if (destination / name).is_file()
+    }
+    _save_model(model, AutoTokenizer.from_pretrained(str(tuned)), destination)
+    for name, content in cards.items():
+        (destination / name).write_bytes(content)
+    return destination

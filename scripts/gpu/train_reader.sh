@@ -7,18 +7,20 @@
 #   bash scripts/gpu/prepare.sh reader      # techqa train/dev pairs and SQuAD, gzipped, into gpu/ (git-ignored)
 #   # device (carry: gpu):  bash scripts/gpu/train_reader.sh
 #   bash scripts/gpu/join.sh $FILES_AT/reader runs/gpu-reader     # the split weights, joined and checked
+#   spanqa reader average runs/gpu-reader reader/models/spanqa-reader-minilm runs/reader-avg --weight 0.7
 #
+# The last step gives back the SQuAD F1 that training on documentation costs (the model card has the numbers).
 # On the device python3 already holds torch, transformers, click and rich: spanqa runs from the checkout with
-# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH and MINUTES override the recipe; TECHQA_REPEAT=N reads
-# techqa train N times per epoch (SQuAD train is 15 times its size). To try the whole script
-# here first: PATH=$PWD/.venv/bin:$PATH DEVICE=cpu MINUTES=0.5 OUT=/tmp/gpu-try bash scripts/gpu/train_reader.sh
+# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH and MINUTES override the recipe; techqa train is read
+# TECHQA_REPEAT times per epoch (default 4; SQuAD train is 15 times its size). To try the whole script here
+# first: PATH=$PWD/.venv/bin:$PATH DEVICE=cpu MINUTES=0.5 OUT=/tmp/gpu-try bash scripts/gpu/train_reader.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-runs/gpu-out}
 WORK=${WORK:-/tmp/reader-run}
 source scripts/gpu/env.sh
 techqa=()
-for _ in $(seq "${TECHQA_REPEAT:-1}"); do techqa+=(--train "$INPUT/techqa-train.json"); done
+for _ in $(seq "${TECHQA_REPEAT:-4}"); do techqa+=(--train "$INPUT/techqa-train.json"); done
 python3 -m spanqa.cli reader train \
     --train "$INPUT/squad-v1.1-train.json" "${techqa[@]}" \
     --exclude-ids gpu/squad-v1.1-train.ambiguous-ids.txt \

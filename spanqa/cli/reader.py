@@ -177,6 +177,33 @@ def reader_export(ctx: click.Context, source: str, destination: str, fp32: bool)
     click.echo(f"exported {source} to {path} ({size / 1e6:.1f} MB)")
 
 
+@reader_group.command("average")
+@click.argument("tuned", type=click.Path(exists=True, file_okay=False))
+@click.argument("base", type=click.Path(exists=True, file_okay=False))
+@click.argument("destination", type=click.Path(file_okay=False))
+@click.option(
+    "--weight",
+    type=click.FloatRange(0.0, 1.0),
+    required=True,
+    help="Share of TUNED in every weight (the rest is BASE's).",
+)
+@click.option("--fp32", is_flag=True, help="Keep float32 weights (default: float16, half the size).")
+@click.pass_context
+@friendly_errors
+def reader_average(
+    ctx: click.Context, tuned: str, base: str, destination: str, weight: float, fp32: bool
+) -> None:
+    """Export a reader whose weights lie between TUNED and the BASE it was fine-tuned from."""
+    from spanqa.reader.training import average_models
+
+    try:
+        path = average_models(tuned, base, destination, weight=weight, half=not fp32)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    click.echo(f"averaged {weight:g} x {tuned} + {1 - weight:g} x {base} into {path} ({size / 1e6:.1f} MB)")
+
+
 def _parse_thresholds(value: str | None) -> list[float | None]:
     """``"none,0,3.5"`` -> ``[None, 0.0, 3.5]``; a word that is neither is a usage error."""
     if not value:

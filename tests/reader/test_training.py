@@ -246,3 +246,40 @@ def test_cut_negatives_keep_the_question_with_its_paragraph_less_the_answer() ->
     assert add_unanswerable_pairs(examples, 1.0, seed=3) == add_unanswerable_pairs(
         examples, 1.0, seed=3, cut_share=0.0
     )
+
+
+def test_average_interpolates_every_weight_and_refuses_another_architecture(
+    tiny_qa_bert_dir: Path, tmp_path: Path
+) -> None:
+    import torch
+    from click.testing import CliRunner
+    from transformers import AutoModelForQuestionAnswering
+
+    from spanqa.cli import main
+    from spanqa.reader.training import average_models
+
+    base = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_bert_dir)
+    tuned = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_bert_dir)
+    with torch.no_grad():
+        for tensor in tuned.parameters():
+            tensor.add_(1.0)
+    tuned.save_pretrained(tmp_path / "tuned")
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        if (tiny_qa_bert_dir / name).is_file():
+            (tmp_path / "tuned" / name).write_bytes((tiny_qa_bert_dir / name).read_bytes())
+
+    out = average_models(tmp_path / "tuned", tiny_qa_bert_dir, tmp_path / "avg", weight=0.25, half=False)
+    averaged = AutoModelForQuestionAnswering.from_pretrained(out).state_dict()
+    for name, tensor in base.state_dict().items():
+        if tensor.is_floating_point() and name in dict(tuned.named_parameters()):
+            torch.testing.assert_close(averaged[name], tensor + 0.25)
+
+    other = tmp_path / "other"
+    deeper = base.config.to_dict() | {"num_hidden_layers": base.config.num_hidden_layers + 1}
+    changed = AutoModelForQuestionAnswering.from_config(base.config.__class__(**deeper))
+    changed.save_pretrained(other)
+    args = ["reader", "average", str(tmp_path / "tuned"), str(other), str(tmp_path / "x"), "--weight", "0.5"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "not the same architecture" in result.output
+    assert "Traceback" not in result.output
