@@ -562,7 +562,10 @@ def export_model(source: str | Path, destination: str | Path, *, half: bool = Tr
     tokenizer = AutoTokenizer.from_pretrained(str(source))
     if half:
         model = model.half()
-    destination = Path(destination)
+    return _export(model, tokenizer, Path(destination))
+
+
+def _export(model: Any, tokenizer: Any, destination: Path) -> Path:
     # A model card written by hand beside the weights outlives the weights it describes being replaced.
     cards = {
         name: (destination / name).read_bytes() for name in KEPT_ON_EXPORT if (destination / name).is_file()
@@ -614,11 +617,4 @@ def average_models(
                 tensor.mul_(weight).add_(other[name], alpha=1.0 - weight)
     if half:
         model = model.half()
-    destination = Path(destination)
-    cards = {
-        name: (destination / name).read_bytes() for name in KEPT_ON_EXPORT if (destination / name).is_file()
-    }
-    _save_model(model, AutoTokenizer.from_pretrained(str(tuned)), destination)
-    for name, content in cards.items():
-        (destination / name).write_bytes(content)
-    return destination
+    return _export(model, AutoTokenizer.from_pretrained(str(tuned)), Path(destination))
