@@ -173,8 +173,12 @@ def reader_export(ctx: click.Context, source: str, destination: str, fp32: bool)
     from spanqa.reader.training import export_model
 
     path = export_model(source, destination, half=not fp32)
-    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-    click.echo(f"exported {source} to {path} ({size / 1e6:.1f} MB)")
+    click.echo(f"exported {source} to {path} ({_megabytes(path):.1f} MB)")
+
+
+def _megabytes(folder: Path) -> float:
+    """The size of the files directly in ``folder`` (an exported model), in MB."""
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) / 1e6
 
 
 @reader_group.command("average")
@@ -200,8 +204,8 @@ def reader_average(
         path = average_models(tuned, base, destination, weight=weight, half=not fp32)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-    click.echo(f"averaged {weight:g} x {tuned} + {1 - weight:g} x {base} into {path} ({size / 1e6:.1f} MB)")
+    mixed = f"{weight:g} x {tuned} + {1 - weight:g} x {base}"
+    click.echo(f"averaged {mixed} into {path} ({_megabytes(path):.1f} MB)")
 
 
 def _parse_thresholds(value: str | None) -> list[float | None]:
