@@ -391,7 +391,7 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
     texts = Texts(cache)
     report = Report()
     seen_ids: set[str] = set()
-    per_page: Counter[tuple[str, str, int]] = Counter()
+    offsets: dict[tuple[str, str], list[int]] = defaultdict(list)
     by_answer: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for q in rows:
         where = f"{q.get('_where', '?')} {q.get('id', '?')}"
@@ -437,17 +437,13 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
         run = _longest_shared_run(_words(question), _words(sentence))
         if run >= COPIED_WORDS:
             report.errors.append(f"{where}: the question copies {run} words of the answer's sentence")
-        per_page[(q["package"], q["file"], offset // PAGE_CHARS)] += 1
+        offsets[(q["package"], q["file"])].append(offset)
         by_answer[(q["package"], first.lower())].append(q)
         _warn_ambiguous(q, where, texts, report)
         report.counts["answerable"] += 1
         report.counts["hard"] += bool(q.get("hard"))
-    for (package, file, window), count in per_page.items():
-        if count > PER_PAGE:
-            report.warnings.append(
-                f"{package}/{file}: {count} questions within characters {window * PAGE_CHARS}-"
-                f"{(window + 1) * PAGE_CHARS} (at most {PER_PAGE} a page)"
-            )
+    for (package, file), starts in offsets.items():
+        report.warnings += _crowded(package, file, sorted(starts))
     for group in by_answer.values():
         for i, a in enumerate(group):
             for b in group[i + 1 :]:
@@ -455,6 +451,26 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
                 if len(wa & wb) / max(1, len(wa | wb)) > 0.6:
                     report.errors.append(f"{a['id']} and {b['id']}: the same answer, nearly the same words")
     return report
+
+
+def _crowded(package: str, file: str, starts: list[int]) -> list[str]:
+    """A warning for each stretch of a file where more than ``PER_PAGE`` answers lie within ``PAGE_CHARS``
+    characters, wherever the stretch begins (fixed blocks would miss a cluster across a block's edge)."""
+    warnings = []
+    index = 0
+    while index + PER_PAGE < len(starts):
+        last = index + PER_PAGE
+        if starts[last] - starts[index] < PAGE_CHARS:
+            while last + 1 < len(starts) and starts[last + 1] - starts[index] < PAGE_CHARS:
+                last += 1
+            warnings.append(
+                f"{package}/{file}: {last - index + 1} questions within characters {starts[index]}-"
+                f"{starts[last]} (at most {PER_PAGE} in any {PAGE_CHARS})"
+            )
+            index = last + 1
+        else:
+            index += 1
+    return warnings
 
 
 def _check_unanswerable(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
