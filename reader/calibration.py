@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,16 +46,22 @@ FEATURES = (
     "answer_number",
     "answer_code",
     "asks_default",
+    "option_given",
+    "option_not_given",
+    "answer_in_question",
+    "answer_chars",
 )
 #: The features read from the question and the answer's text alone (a run recorded without them gets them
 #: from its questions and answers: ``answer_type_features``).
-ANSWER_TYPE_FEATURES = FEATURES[-5:]
+ANSWER_TYPE_FEATURES = FEATURES[-9:]
 
 _WORD = re.compile(r"\w+")
 # A question that asks for a quantity: its answer should hold a number ("how many" answered with an
 # adjective is a miss the reader makes on documentation).
 _QUANTITY = re.compile(r"\bhow (many|much|long|large|big|far|often|old)\b|\bwhat (number|size|port)\b", re.I)
 _DIGIT = re.compile(r"\d")
+# A question that asks for a command-line option: its answer should be one ("-n", "--dry-run").
+_OPTION = re.compile(r"\b(option|flag|switch)\b", re.I)
 # Characters of an identifier, option, path or value rather than of prose.
 _CODE = re.compile(r"[-_/=<>:]|\.\w")
 # Words that say nothing about whether a passage is about the question.
@@ -88,25 +95,36 @@ class QuestionCues:
     words: set[str]
     quantity: bool
     default: bool
+    option: bool
 
 
 def question_cues(question: str) -> QuestionCues:
-    """The content words of ``question``, and whether it asks for a quantity or a default."""
+    """The content words of ``question``, and whether it asks for a quantity, a default or an option."""
     return QuestionCues(
-        content_words(question), bool(_QUANTITY.search(question)), "default" in question.lower()
+        content_words(question),
+        bool(_QUANTITY.search(question)),
+        "default" in question.lower(),
+        bool(_OPTION.search(question)),
     )
 
 
 def answer_type_features(cues: QuestionCues, answer: str) -> dict[str, float]:
-    """Whether ``answer`` is of the kind the question asks for: a number for a quantity, and what it looks
-    like (a number; an identifier, option or path)."""
+    """Whether ``answer`` is of the kind the question asks for (a number for a quantity, an option for an
+    option), what it looks like (a number; an identifier, option or path; its length), and how much of it
+    the question already says (an answer that repeats the question's words is seldom what it asks)."""
     number = bool(_DIGIT.search(answer))
+    option = answer.lstrip().startswith("-")
+    words = content_words(answer)
     return {
         "quantity_number": float(cues.quantity and number),
         "quantity_no_number": float(cues.quantity and not number),
         "answer_number": float(number),
         "answer_code": float(bool(_CODE.search(answer))),
         "asks_default": float(cues.default),
+        "option_given": float(cues.option and option),
+        "option_not_given": float(cues.option and not option),
+        "answer_in_question": len(words & cues.words) / len(words) if words else 0.0,
+        "answer_chars": math.log1p(len(answer)),
     }
 
 
@@ -258,6 +276,17 @@ def expected_calibration_error(
     return total / len(probabilities)
 
 
+def ece_noise_floor(probabilities: Sequence[float], draws: int = 100, seed: int = 0) -> float:
+    """The ECE a perfectly calibrated score shows on answers with these scores, by chance alone: the mean ECE
+    over ``draws`` label sets, each answer right with its own probability. An ECE near it says nothing
+    about miscalibration at this sample size."""
+    rng = random.Random(seed)
+    total = 0.0
+    for _ in range(draws if probabilities else 0):
+        total += expected_calibration_error(probabilities, [rng.random() < p for p in probabilities])
+    return total / draws
+
+
 def reliability(
     probabilities: Sequence[float], labels: Sequence[bool], bins: int = 10
 ) -> list[tuple[float, float, int, float, float]]:
@@ -283,6 +312,7 @@ def fit_calibrator(
     groups: Sequence[str],
     *,
     folds: int = 5,
+    weights: Sequence[float] | None = None,
     info: dict[str, Any] | None = None,
 ) -> tuple[Calibrator, dict[str, Any]]:
     """Fit a calibrator, and measure it by cross-validation with whole groups (articles) held out.
@@ -292,6 +322,7 @@ def fit_calibrator(
         labels: whether each is right.
         groups: per candidate, its article: a fold never splits an article between fit and measure.
         folds: cross-validation folds (at most the number of groups).
+        weights: per candidate, how much it counts in the fit (default 1 each); the metrics count each once.
         info: what to record about the data in the calibrator.
 
     Returns:
@@ -311,6 +342,7 @@ def fit_calibrator(
         raise CalibrationError("calibration needs at least 20 answers, some right and some wrong")
     x = np.array([[float(row.get(name, 0.0)) for name in FEATURES] for row in rows])
     group_array = np.array(list(groups))
+    weight = np.ones(len(y)) if weights is None else np.array([float(w) for w in weights])
     n_folds = min(folds, len(set(groups)))
     if n_folds < 2:
         raise CalibrationError("calibration needs answers from at least two articles")
@@ -321,10 +353,10 @@ def fit_calibrator(
     out_of_fold = np.zeros(len(y))
     for train, test in GroupKFold(n_splits=n_folds).split(x, y, group_array):
         scaler, logistic = model()
-        logistic.fit(scaler.fit_transform(x[train]), y[train])
+        logistic.fit(scaler.fit_transform(x[train]), y[train], sample_weight=weight[train])
         out_of_fold[test] = logistic.predict_proba(scaler.transform(x[test]))[:, 1]
     scaler, logistic = model()
-    logistic.fit(scaler.fit_transform(x), y)
+    logistic.fit(scaler.fit_transform(x), y, sample_weight=weight)
     probabilities = [float(p) for p in out_of_fold]
     raw = [float(row.get("relative_score", 0.0)) for row in rows]
     label_list = [bool(v) for v in y]

@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape
 from spanqa import pipeline
 from spanqa.errors import first_line
 from spanqa.evaluation import EvalReport, EvaluationError, contains_answer, percentiles
-from spanqa.reader.calibration import expected_calibration_error, reliability
+from spanqa.reader.calibration import ece_noise_floor, expected_calibration_error, reliability
 from spanqa.reader.squad import answer_matches
 from spanqa.runtime import Runtime
 from spanqa.types import AskOptions, Document, Passage, SearchOptions
@@ -287,7 +287,8 @@ def summarize(records: Sequence[Record]) -> dict[str, Any]:
     - ``passage_at_1/5/10``: a passage of the question's file holding the answer (at its offset where one
       is given) is among the first k passages retrieved;
     - ``declined``: no answer reaches ``min_score`` (answerable questions: lost; unanswerable: right);
-    - ``ece``: the calibration error of the top candidates' scores, unanswerable questions counting as wrong.
+    - ``ece``: the calibration error of the top candidates' scores, unanswerable questions counting as wrong;
+      ``ece_floor``: what chance alone gives a perfectly calibrated score on as many answers.
     """
     answerable = [r for r in records if r["answerable"]]
     unanswerable = [r for r in records if not r["answerable"]]
@@ -301,11 +302,8 @@ def summarize(records: Sequence[Record]) -> dict[str, Any]:
         "right_among_shown": _share(sum(r["right_shown"] for r in answerable), n),
         "answerable_declined": _share(sum(r["declined"] for r in answerable), n),
         "unanswerable_declined": _share(sum(r["declined"] for r in unanswerable), len(unanswerable)),
-        "ece": round(
-            expected_calibration_error([r["score"] for r in scored], [r["right"] for r in scored]), 4
-        )
-        if scored
-        else None,
+        "ece": _ece(scored) if scored else None,
+        "ece_floor": round(ece_noise_floor([r["score"] for r in scored]), 4) if scored else None,
     }
     for k in RANKS:
         result[f"passage_at_{k}"] = _share(

@@ -309,11 +309,32 @@ def reader_eval(
     help="Where the calibrator goes (default: calibration.json beside the reader setting's local model).",
 )
 @click.option("--plot", type=click.Path(dir_okay=False), help="Also draw the reliability diagram (PNG).")
+@click.option(
+    "--seen",
+    "seen_runs",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="A run over documents the reader was trained on (repeatable): it is fitted on too, weighing "
+    "--seen-weight per answer, since the reader reads them better than a user's own.",
+)
+@click.option(
+    "--seen-weight",
+    type=click.FloatRange(min=0.0, min_open=True, max=1.0),
+    default=0.5,
+    show_default=True,
+    help="What an answer of a --seen run counts in the fit.",
+)
 @json_option("the metrics")
 @click.pass_context
 @friendly_errors
 def reader_calibrate(
-    ctx: click.Context, runs: tuple[str, ...], out: str | None, plot: str | None, as_json: bool
+    ctx: click.Context,
+    runs: tuple[str, ...],
+    out: str | None,
+    plot: str | None,
+    seen_runs: tuple[str, ...],
+    seen_weight: float,
+    as_json: bool,
 ) -> None:
     """Fit the score calibrator on RUNS: `eval squad --unanswerable --out` and `eval docs --out` folders (or
     their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
@@ -322,6 +343,7 @@ def reader_calibrate(
     from spanqa.reader.calibration import (
         CALIBRATION_FILE,
         answer_type_features,
+        ece_noise_floor,
         expected_calibration_error,
         fit_calibrator,
         question_cues,
@@ -329,9 +351,12 @@ def reader_calibrate(
     from spanqa.reader.model import resolve_reader_model
 
     settings = settings_from(ctx)
+    runs = runs + tuple(run for run in seen_runs if run not in runs)
     records = []
     for number, run in enumerate(runs):
-        records += [{**r, "article": f"{number}:{r.get('article', '')}"} for r in read_questions(run)]
+        weight = seen_weight if run in seen_runs else 1.0
+        for record in read_questions(run):
+            records.append({**record, "article": f"{number}:{record.get('article', '')}", "weight": weight})
     if out:
         target = Path(out)
     else:
@@ -354,8 +379,11 @@ def reader_calibrate(
         ],
         [bool(r["right"]) for r in candidates],
         [r["article"] for r in candidates],
+        weights=[r["weight"] for r in candidates],
         info={
             "runs": list(runs),
+            "seen_runs": list(seen_runs),
+            "seen_weight": seen_weight if seen_runs else None,
             "reader_model": settings.reader_model,
             "questions": len(records),
             "settings": settings.score_settings(),
@@ -371,12 +399,11 @@ def reader_calibrate(
     by_run = {}
     for number, run in enumerate(runs):
         mine = [r for r in rescored if r["article"].startswith(f"{number}:")]
-        scored = [r for r in mine if r["score"] is not None]
+        scores = [r["score"] for r in mine if r["score"] is not None]
+        labels = [bool(r["right"]) for r in mine if r["score"] is not None]
         by_run[run] = {
-            "ece_cv": round(
-                expected_calibration_error([r["score"] for r in scored], [bool(r["right"]) for r in scored]),
-                4,
-            ),
+            "ece_cv": round(expected_calibration_error(scores, labels), 4),
+            "ece_floor": round(ece_noise_floor(scores), 4),
             "curve_cv": abstention_report(mine, settings.min_score)["curve"],
         }
     summary = {
@@ -405,7 +432,13 @@ def reader_calibrate(
         f"(the relative score: {metrics['ece_relative_score']:.3f})"
     )
     if len(runs) > 1:
-        click.echo("by run: " + "; ".join(f"{run} ECE {row['ece_cv']:.3f}" for run, row in by_run.items()))
+        click.echo(
+            "by run: "
+            + "; ".join(
+                f"{run} ECE {row['ece_cv']:.3f} (chance alone: {row['ece_floor']:.3f})"
+                for run, row in by_run.items()
+            )
+        )
     from rich.table import Table
 
     table = Table("min_score", "right answers kept %", "abstain unseen %", "abstain cut %", show_edge=False)

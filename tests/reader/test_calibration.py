@@ -4,6 +4,7 @@ answers it gives and hides."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from spanqa.reader.calibration import (
     answer_type_features,
     calibrator_for,
     content_words,
+    ece_noise_floor,
     expected_calibration_error,
     fit_calibrator,
     question_cues,
@@ -79,12 +81,33 @@ def test_answer_type_features_say_whether_the_answer_is_what_the_question_asks_f
     default = question_cues("Which http-reuse strategy is the default?")
     assert default.default and not default.quantity
     assert answer_type_features(default, "safe") == dict.fromkeys(ANSWER_TYPE_FEATURES, 0.0) | {
-        "asks_default": 1.0
+        "asks_default": 1.0,
+        "answer_chars": math.log1p(len("safe")),
     }
     for code in ("--dry-run", "/etc/ssh/sshd_config", "max_connections=100", "os.path"):
         assert answer_type_features(default, code)["answer_code"] == 1.0, code
     assert answer_type_features(default, "Mr. Smith")["answer_code"] == 0.0
     assert set(ANSWER_TYPE_FEATURES) <= set(FEATURES)
+
+
+def test_an_option_question_wants_an_option_and_not_its_own_words() -> None:
+    option = question_cues("Which option makes grep tally the matching lines?")
+    assert option.option and not question_cues("What does grep count?").option
+    assert answer_type_features(option, "-c")["option_given"] == 1.0
+    prose = answer_type_features(option, "matching lines")
+    assert prose["option_not_given"] == 1.0 and prose["option_given"] == 0.0
+    # Both of the answer's words are in the question; none of "--count"'s.
+    assert prose["answer_in_question"] == 1.0
+    assert answer_type_features(option, "--count")["answer_in_question"] == 0.0
+    assert answer_type_features(option, "")["answer_in_question"] == 0.0
+
+
+def test_the_noise_floor_is_what_chance_gives_a_calibrated_score() -> None:
+    scores = [0.2, 0.5, 0.7, 0.9] * 50
+    floor = ece_noise_floor(scores)
+    assert 0.0 < floor < 0.15 and floor == ece_noise_floor(scores)  # a fixed seed: the same number again
+    assert ece_noise_floor(scores * 16) < floor  # more answers, less noise
+    assert ece_noise_floor([0.0, 1.0, 1.0]) == 0.0 and ece_noise_floor([]) == 0.0
 
 
 def test_question_words_ignore_stop_words() -> None:
@@ -110,6 +133,10 @@ def test_fitting_finds_the_evidence_and_is_calibrated_out_of_fold() -> None:
     assert metrics["folds"] == 5 and metrics["answers"] == 1200 and len(metrics["probabilities_cv"]) == 1200
     assert metrics["ece_cv"] < 0.06
     assert calibrator.info["data"] == "synthetic"
+    # Weighing the answers of some articles down moves the fit toward the others.
+    heavy, light = [1.0 if g != "article-0" else 0.1 for g in groups], [1.0] * len(groups)
+    weighted, _ = fit_calibrator(rows, labels, groups, weights=heavy)
+    assert weighted.coef != fit_calibrator(rows, labels, groups, weights=light)[0].coef
     with pytest.raises(CalibrationError):
         fit_calibrator(rows[:30], [True] * 30, groups[:30])
     with pytest.raises(CalibrationError):

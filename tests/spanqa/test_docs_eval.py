@@ -117,9 +117,9 @@ def test_summary_counts_by_hand() -> None:
     )
     assert s["passage_at_10"] == s["passage_at_5"]
     assert s["right_kept"] == 50.0
-    assert 0 <= s["ece"] <= 1
+    assert 0 <= s["ece"] <= 1 and 0 < s["ece_floor"] < 1
     empty = summarize([])
-    assert empty["top_right"] is None and empty["ece"] is None
+    assert empty["top_right"] is None and empty["ece"] is None and empty["ece_floor"] is None
 
 
 def test_reliability_svg_is_well_formed_xml() -> None:
