@@ -369,10 +369,12 @@ def reader_calibrate(
         target = location / CALIBRATION_FILE
     candidates = [r for r in records if r.get("features")]
     calibrator, metrics = fit_calibrator(
-        # A run recorded before the answer-type features gets them from its question and answer.
+        # A run recorded before the answer-type and product features gets them from its question, answer
+        # and evidence.
         [
             {
                 **answer_type_features(question_cues(r.get("question") or ""), r.get("candidate") or ""),
+                **_products_of(r["features"]),
                 **r["features"],
             }
             for r in candidates
@@ -450,6 +452,13 @@ def reader_calibrate(
             f"{row['abstain_cut_paragraph']:.1f}",
         )
     console().print(table)
+
+
+def _products_of(values: dict[str, float]) -> dict[str, float]:
+    from spanqa.reader.calibration import evidence_products
+
+    names = ("span_score", "margin", "relative_score", "retrieval")
+    return evidence_products(*(float(values.get(name, 0.0)) for name in names))
 
 
 def _plot_reliability(rows: list[tuple[float, float, int, float, float]], ece: float, path: Path) -> None:

@@ -14,12 +14,14 @@ from spanqa.reader.answers import AnswerBuilder
 from spanqa.reader.calibration import (
     ANSWER_TYPE_FEATURES,
     FEATURES,
+    PRODUCT_FEATURES,
     CalibrationError,
     Calibrator,
     answer_type_features,
     calibrator_for,
     content_words,
     ece_noise_floor,
+    evidence_products,
     expected_calibration_error,
     fit_calibrator,
     question_cues,
@@ -100,6 +102,18 @@ def test_an_option_question_wants_an_option_and_not_its_own_words() -> None:
     assert prose["answer_in_question"] == 1.0
     assert answer_type_features(option, "--count")["answer_in_question"] == 0.0
     assert answer_type_features(option, "")["answer_in_question"] == 0.0
+
+
+def test_the_products_of_the_evidence_are_features_by_name() -> None:
+    products = evidence_products(2.0, 3.0, 0.5, 0.25)
+    assert tuple(products) == PRODUCT_FEATURES and set(PRODUCT_FEATURES) <= set(FEATURES)
+    assert products == {
+        "span_x_margin": 6.0,
+        "margin_x_relative": 1.5,
+        "relative_x_retrieval": 0.125,
+        "margin_squared": 9.0,
+        "relative_squared": 0.25,
+    }
 
 
 def test_the_noise_floor_is_what_chance_gives_a_calibrated_score() -> None:

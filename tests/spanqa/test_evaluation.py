@@ -178,10 +178,10 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
         assert 0 < row["ece_floor"] < 1
     # A run over documents the reader was trained on is fitted on too, its answers weighing less.
     arguments = ["reader", "calibrate", str(run), "--seen", str(other), "--out", str(out), "--json"]
-    seen = CliRunner().invoke(main, arguments + ["--seen-weight", "0.25"], env=env)
+    seen = CliRunner().invoke(main, [*arguments, "--seen-weight", "0.25"], env=env)
     assert seen.exit_code == 0, seen.output
     assert json.loads(seen.stdout)["answers"] == 400
     info = Calibrator.load(out).info
     assert info["seen_runs"] == [str(other)] and info["seen_weight"] == 0.25
-    refused = CliRunner().invoke(main, arguments + ["--seen-weight", "0"], env=env)
+    refused = CliRunner().invoke(main, [*arguments, "--seen-weight", "0"], env=env)
     assert refused.exit_code == 2 and "seen-weight" in refused.output
