@@ -44,6 +44,8 @@ SPLITS = ("train", "dev", "test")
 MAX_ANSWER_WORDS = 8
 #: At most this many questions whose answers lie within one window of this many characters ("one page").
 PAGE_CHARS, PER_PAGE = 5000, 4
+#: How far around an answer the copied-words check also reads (an entry's description beside its name).
+NEAR_CHARS = 300
 #: A question sharing this many consecutive words with the answer's sentence copies it.
 COPIED_WORDS = 8
 KINDS = ("answerable", "unanswerable")
@@ -437,6 +439,13 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
         run = _longest_shared_run(_words(question), _words(sentence))
         if run >= COPIED_WORDS:
             report.errors.append(f"{where}: the question copies {run} words of the answer's sentence")
+        else:
+            # An entry's name as the answer, its description on the next line: the sentence around the
+            # answer is the name alone, so the text near it is read too (a warning: older questions have it).
+            near = text[max(0, offset - NEAR_CHARS) : offset + len(first) + NEAR_CHARS]
+            run = _longest_shared_run(_words(question), _words(near))
+            if run >= COPIED_WORDS:
+                report.warnings.append(f"{where}: the question copies {run} words of the text by its answer")
         offsets[(q["package"], q["file"])].append(offset)
         by_answer[(q["package"], first.lower())].append(q)
         _warn_ambiguous(q, where, texts, report)
