@@ -459,6 +459,9 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
                 wa, wb = set(_words(a["question"])), set(_words(b["question"]))
                 if len(wa & wb) / max(1, len(wa | wb)) > 0.6:
                     report.errors.append(f"{a['id']} and {b['id']}: the same answer, nearly the same words")
+                elif (a["file"], a["offset"]) == (b["file"], b["offset"]):
+                    # Worded apart, the same fact still counts twice in training and scoring.
+                    report.warnings.append(f"{a['id']} and {b['id']}: the same answer at the same place")
     return report
 
 
