@@ -26,6 +26,28 @@ from spanqa.errors import SpanqaError
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_VERSION = 1
 
+#: Products of the reader's evidence: on documentation the chance of being right is not linear in it (with
+#: them the out-of-fold ECE on techqa dev fell from 0.052 to 0.036, docs/benchmarks.md).
+PRODUCT_FEATURES = (
+    "span_x_margin",
+    "margin_x_relative",
+    "relative_x_retrieval",
+    "margin_squared",
+    "relative_squared",
+)
+#: The features read from the question and the answer's text alone (a run recorded without them gets them
+#: from its questions and answers: ``answer_type_features``).
+ANSWER_TYPE_FEATURES = (
+    "quantity_number",
+    "quantity_no_number",
+    "answer_number",
+    "answer_code",
+    "asks_default",
+    "option_given",
+    "option_not_given",
+    "answer_in_question",
+    "answer_chars",
+)
 #: The features a calibrator reads, in order.
 FEATURES = (
     "span_score",
@@ -41,27 +63,9 @@ FEATURES = (
     "question_in_passage",
     "question_in_sentence",
     "answer_words",
-    "span_x_margin",
-    "margin_x_relative",
-    "relative_x_retrieval",
-    "margin_squared",
-    "relative_squared",
-    "quantity_number",
-    "quantity_no_number",
-    "answer_number",
-    "answer_code",
-    "asks_default",
-    "option_given",
-    "option_not_given",
-    "answer_in_question",
-    "answer_chars",
+    *PRODUCT_FEATURES,
+    *ANSWER_TYPE_FEATURES,
 )
-#: The features read from the question and the answer's text alone (a run recorded without them gets them
-#: from its questions and answers: ``answer_type_features``).
-ANSWER_TYPE_FEATURES = FEATURES[-9:]
-#: Products of the reader's evidence: on documentation the chance of being right is not linear in it (with
-#: them the out-of-fold ECE on techqa dev fell from 0.052 to 0.036, docs/benchmarks.md).
-PRODUCT_FEATURES = FEATURES[13:18]
 
 _WORD = re.compile(r"\w+")
 # A question that asks for a quantity: its answer should hold a number ("how many" answered with an
@@ -163,7 +167,7 @@ def features(cues: QuestionCues, candidate: Candidate) -> dict[str, float]:
     """The calibrator's features of ``candidate`` for a question with these cues, by name (see
     ``FEATURES``)."""
     question_words = cues.words
-    return {
+    evidence = {
         "span_score": candidate.span_score,
         "margin": candidate.margin,
         "relative_score": candidate.relative_score,
@@ -177,18 +181,17 @@ def features(cues: QuestionCues, candidate: Candidate) -> dict[str, float]:
         "question_in_passage": word_share(question_words, candidate.passage_text),
         "question_in_sentence": word_share(question_words, candidate.sentence),
         "answer_words": math.log1p(len(_WORD.findall(candidate.answer))),
-        **evidence_products(
-            candidate.span_score, candidate.margin, candidate.relative_score, candidate.retrieval
-        ),
-        **answer_type_features(cues, candidate.answer),
     }
+    return {**evidence, **evidence_products(evidence), **answer_type_features(cues, candidate.answer)}
 
 
-def evidence_products(
-    span_score: float, margin: float, relative: float, retrieval: float
-) -> dict[str, float]:
+def evidence_products(values: Mapping[str, float]) -> dict[str, float]:
     """The products of the reader's and the retriever's evidence that the calibrator reads
-    (``PRODUCT_FEATURES``)."""
+    (``PRODUCT_FEATURES``), from the span score, margin, relative score and retrieval among ``values`` (a
+    run recorded before them gets them from its features; a missing one counts 0)."""
+    span_score, margin, relative, retrieval = (
+        float(values.get(name, 0.0)) for name in ("span_score", "margin", "relative_score", "retrieval")
+    )
     return {
         "span_x_margin": span_score * margin,
         "margin_x_relative": margin * relative,
@@ -305,9 +308,11 @@ def ece_noise_floor(probabilities: Sequence[float], draws: int = 100, seed: int 
     """The ECE a perfectly calibrated score shows on answers with these scores, by chance alone: the mean ECE
     over ``draws`` label sets, each answer right with its own probability. An ECE near it says nothing
     about miscalibration at this sample size."""
+    if not probabilities:
+        return 0.0
     rng = random.Random(seed)
     total = 0.0
-    for _ in range(draws if probabilities else 0):
+    for _ in range(draws):
         total += expected_calibration_error(probabilities, [rng.random() < p for p in probabilities])
     return total / draws
 

@@ -436,14 +436,15 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
         if len(first.split()) > MAX_ANSWER_WORDS:
             report.errors.append(f"{where}: the answer has more than {MAX_ANSWER_WORDS} words")
         sentence = _sentence_around(text, offset, offset + len(first))
-        run = _longest_shared_run(_words(question), _words(sentence))
+        question_words = _words(question)
+        run = _longest_shared_run(question_words, _words(sentence))
         if run >= COPIED_WORDS:
             report.errors.append(f"{where}: the question copies {run} words of the answer's sentence")
         else:
             # An entry's name as the answer, its description on the next line: the sentence around the
             # answer is the name alone, so the text near it is read too (a warning: older questions have it).
             near = text[max(0, offset - NEAR_CHARS) : offset + len(first) + NEAR_CHARS]
-            run = _longest_shared_run(_words(question), _words(near))
+            run = _longest_shared_run(question_words, _words(near))
             if run >= COPIED_WORDS:
                 report.warnings.append(f"{where}: the question copies {run} words of the text by its answer")
         offsets[(q["package"], q["file"])].append(offset)

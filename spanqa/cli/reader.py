@@ -344,6 +344,7 @@ def reader_calibrate(
         CALIBRATION_FILE,
         answer_type_features,
         ece_noise_floor,
+        evidence_products,
         expected_calibration_error,
         fit_calibrator,
         question_cues,
@@ -374,7 +375,7 @@ def reader_calibrate(
         [
             {
                 **answer_type_features(question_cues(r.get("question") or ""), r.get("candidate") or ""),
-                **_products_of(r["features"]),
+                **evidence_products(r["features"]),
                 **r["features"],
             }
             for r in candidates
@@ -452,13 +453,6 @@ def reader_calibrate(
             f"{row['abstain_cut_paragraph']:.1f}",
         )
     console().print(table)
-
-
-def _products_of(values: dict[str, float]) -> dict[str, float]:
-    from spanqa.reader.calibration import evidence_products
-
-    names = ("span_score", "margin", "relative_score", "retrieval")
-    return evidence_products(*(float(values.get(name, 0.0)) for name in names))
 
 
 def _plot_reliability(rows: list[tuple[float, float, int, float, float]], ece: float, path: Path) -> None:

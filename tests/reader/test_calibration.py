@@ -105,7 +105,7 @@ def test_an_option_question_wants_an_option_and_not_its_own_words() -> None:
 
 
 def test_the_products_of_the_evidence_are_features_by_name() -> None:
-    products = evidence_products(2.0, 3.0, 0.5, 0.25)
+    products = evidence_products({"span_score": 2.0, "margin": 3.0, "relative_score": 0.5, "retrieval": 0.25})
     assert tuple(products) == PRODUCT_FEATURES and set(PRODUCT_FEATURES) <= set(FEATURES)
     assert products == {
         "span_x_margin": 6.0,
