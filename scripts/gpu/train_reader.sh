@@ -11,7 +11,7 @@
 #
 # The last step gives back the SQuAD F1 that training on documentation costs (the model card has the numbers).
 # On the device python3 already holds torch, transformers, click and rich: spanqa runs from the checkout with
-# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH and MINUTES override the recipe; techqa train is read
+# PYTHONPATH, nothing is installed. EPOCHS, LR, BATCH, SEED and MINUTES override the recipe; techqa train is read
 # TECHQA_REPEAT times per epoch (default 4; SQuAD train is 15 times its size). To try the whole script here
 # first: PATH=$PWD/.venv/bin:$PATH DEVICE=cpu MINUTES=0.5 OUT=/tmp/gpu-try bash scripts/gpu/train_reader.sh
 set -euo pipefail
@@ -27,7 +27,7 @@ python3 -m spanqa.cli reader train \
     --init reader/models/spanqa-reader-minilm --out "$WORK/run" \
     --eval "$INPUT/techqa-dev.json" --eval-limit 2000 \
     --max-seq-length 384 --stride 128 --epochs "${EPOCHS:-3}" --batch-size "${BATCH:-64}" \
-    --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed 45 --device "${DEVICE:-cuda}" \
+    --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed "${SEED:-45}" --device "${DEVICE:-cuda}" \
     --time-limit "${MINUTES:-7}"
 python3 -m spanqa.cli reader export "$WORK/run/best" "$WORK/export"
 mkdir -p "$OUT/reader"
