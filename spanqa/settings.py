@@ -120,7 +120,7 @@ class Settings:
     max_question_tokens: int = 64
     max_answer_tokens: int = 30
     no_answer_threshold: float = 0.0
-    min_score: float = 0.275
+    min_score: float = 0.3
     retriever_weight: float = 0.5
 
     passages: int = 10

@@ -12,6 +12,12 @@
 # 128 takes 24 GB on a CPU); a Python that lacks datasets or bm25s takes PYVER=3.11 bash scripts/gpu/wheels.sh
 # and WHEELS=/tmp/wheels-3.11.
 #
+# Timing (2026-11-27, one H200, the only try so far): unpacking, installing the wheels and mining the BM25
+# negatives of 92,266 rows, then training at batch 128, reached 0.42 epoch (300 steps) in 275 s, when the call
+# was stopped for lack of device time; SQuAD dev recall@1 was 0.6705 at 0.35 epoch. So one epoch (721 steps)
+# takes 7 to 11 minutes, as the setup took more or less of those 275 s (the log has no clock): give the
+# recipe a call of its own (timeout 600); MINUTES=7 may stop short of an epoch, and keeps what it has.
+#
 # Ship it only when it beats the packaged model on techqa test passage@5 and SQuAD recall@1; an index made with
 # the old one is re-embedded with `spanqa reindex --retriever-model PATH` (never mixed).
 set -euo pipefail
