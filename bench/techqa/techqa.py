@@ -489,6 +489,9 @@ def _crowded(package: str, file: str, starts: list[int]) -> list[str]:
 def _check_unanswerable(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
     if q["answers"]:
         report.errors.append(f"{where}: an unanswerable question has answers")
+    # Its file is where a user would look the question up: scoring reports it by that file's format.
+    if texts.get(q["package"], q["file"]) is None:
+        report.errors.append(f"{where}: no extracted text for {q['package']}/{q['file']}")
     terms = q.get("checked_terms") or []
     if not terms:
         report.errors.append(f"{where}: an unanswerable question lists no checked_terms")
