@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spanqa.reader.calibration import Calibrator, Candidate, QuestionCues, features, question_cues
-from spanqa.reader.squad import normalize_answer
+from spanqa.reader.squad import answer_key
 from spanqa.scoring import logsumexp, min_max
 from spanqa.text import sentence_spans
 from spanqa.types import Answer, AnswerSource, Passage, page_at, prefixed
@@ -235,7 +235,7 @@ class AnswerBuilder:
             held = (
                 copy_sources(passage, span.char_start, span.char_end, pages) if span.char_start >= 0 else []
             )
-            scored.append(_Scored(combined, span, passage, text, normalize_answer(text), held))
+            scored.append(_Scored(combined, span, passage, text, answer_key(text), held))
         scored.sort(key=lambda item: item.combined, reverse=True)
         return scored
 

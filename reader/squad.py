@@ -18,6 +18,8 @@ from spanqa.errors import SpanqaError
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
+# Quote marks around a literal in documentation; not part of the answer.
+_QUOTES = frozenset("\"'`‘’“”")
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,22 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def literal_answer(text: str) -> str:
+    """An answer as written, for one that SQuAD's normalization erases (an option "-a", an operator "~",
+    a separator "|"): single spaces, without the quote marks documentation puts around literals ("'-'",
+    “*”). Case is kept: "-a" and "-A" are different options."""
+    core = " ".join(text.split())
+    while len(core) >= 2 and core[0] in _QUOTES and core[-1] in _QUOTES:
+        core = core[1:-1].strip()
+    return core
+
+
+def answer_key(text: str) -> str:
+    """What two answers are compared by: SQuAD's normalization, or the literal answer where that is empty
+    (without it every answer of punctuation alone would be the same answer, and none could be scored)."""
+    return normalize_answer(text) or literal_answer(text)
+
+
 def exact_match(prediction: str, gold: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(gold))
 
@@ -121,20 +139,37 @@ def answer_matches(
 ) -> bool:
     """Whether an answer to a documentation question is right: after ``normalize``, equal to a gold answer,
     or one contains the other and the shorter has at least half the words of the longer ("--force-with-lease"
-    matches "force-with-lease"; "hourly" does not match "on an hourly basis")."""
+    matches "force-with-lease"; "hourly" does not match "on an hourly basis"). A gold answer that
+    ``normalize`` erases (punctuation and articles only: "-a", "~") is compared as written instead
+    (:func:`literal_answer`), by whole words: "-a, --all" matches "-a"; "-A" and "--all" do not."""
     got = normalize(prediction)
-    if not got:
-        return False
+    literal = _literal_words(prediction)
     for answer in golds:
         gold = normalize(answer)
-        if not gold:
-            continue
-        if got == gold:
-            return True
-        shorter, longer = sorted((got, gold), key=len)
-        if shorter in longer and 2 * len(shorter.split()) >= len(longer.split()):
+        if gold:
+            if not got:
+                continue
+            if got == gold:
+                return True
+            shorter, longer = sorted((got, gold), key=len)
+            if shorter in longer and 2 * len(shorter.split()) >= len(longer.split()):
+                return True
+        elif (words := _literal_words(answer)) and literal and _within(words, literal):
             return True
     return False
+
+
+def _literal_words(text: str) -> list[str]:
+    # A comma or semicolon ends a word in a list ("-a, --all"), unless it is the whole word.
+    return [w.rstrip(",;") or w for w in literal_answer(text).split()]
+
+
+def _within(gold: list[str], got: list[str]) -> bool:
+    """Equal, or one a run of the other's words holding at least half of them."""
+    shorter, longer = sorted((gold, got), key=len)
+    if 2 * len(shorter) < len(longer):
+        return False
+    return any(longer[i : i + len(shorter)] == shorter for i in range(len(longer) - len(shorter) + 1))
 
 
 def score_prediction(prediction: str, golds: Iterable[str]) -> tuple[float, float]:

@@ -85,6 +85,19 @@ def test_answers_are_best_first_without_repeats_and_sum_below_one() -> None:
     assert AnswerBuilder(retriever_weight=0.5, no_answer_threshold=100.0, answers=5).run(result, [a, b]) == []
 
 
+def test_answers_of_punctuation_alone_stay_apart() -> None:
+    # "-a" and "-A" are different options; normalized as SQuAD answers both are "", one folded into the other.
+    text = "Use -a for all files, or -A for almost all."
+    lower, upper = text.index("-a"), text.index("-A")
+    result = ReaderResult(
+        spans=[span(0, lower, lower + 2, 8.0), span(0, upper, upper + 2, 7.0)], null_score=0.0
+    )
+    answers = AnswerBuilder(retriever_weight=0.5, no_answer_threshold=0.0, answers=5).run(
+        result, [passage(text, 0)]
+    )
+    assert [a.text for a in answers] == ["-a", "-A"] and all(a.also_in == () for a in answers)
+
+
 def test_an_answer_lists_the_places_of_the_near_duplicates_folded_into_its_passage() -> None:
     body_start = DOCUMENT.index("Sets")
     body = DOCUMENT[body_start:]

@@ -69,6 +69,15 @@ def test_answer_rule_accepts_containment_with_half_the_words_only() -> None:
     assert not answer_matches("", ["x"]) and not answer_matches("x", [])
 
 
+def test_answers_of_punctuation_alone_are_compared_as_written() -> None:
+    # SQuAD's normalization erases "-a" (punctuation, then the article "a"): such answers could never match.
+    assert answer_matches("-A", ["-A"]) and answer_matches("'~'", ["~"]) and answer_matches("“*”", ["*"])
+    assert not answer_matches("-a", ["-A"])  # another option
+    assert answer_matches("-a, --all", ["-a"]) and not answer_matches("--all", ["-a"])
+    assert not answer_matches("a tilde, then a dash", ["~"]) and not answer_matches("", ["~"])
+    assert answer_matches("a tilde", ["a tilde", "~"])  # the words of the other gold answer still count
+
+
 def doc(path: str, relative: str, fmt: str = "html") -> Document:
     return Document(id=path, path=path, relative_path=relative, sha256="", size=0, mtime=0.0, format=fmt)
 
