@@ -120,8 +120,10 @@ def exact_match(prediction: str, gold: str) -> float:
 
 
 def f1_score(prediction: str, gold: str) -> float:
-    pred_tokens = normalize_answer(prediction).split()
-    gold_tokens = normalize_answer(gold).split()
+    return _token_f1(normalize_answer(prediction).split(), normalize_answer(gold).split())
+
+
+def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
     if not pred_tokens or not gold_tokens:
         # v2.0 rule: an empty answer scores 1 only against an empty gold answer.
         return float(pred_tokens == gold_tokens)
@@ -173,11 +175,21 @@ def _within(gold: list[str], got: list[str]) -> bool:
 
 
 def score_prediction(prediction: str, golds: Iterable[str]) -> tuple[float, float]:
-    """EM and F1 of one prediction, each the best over the gold answers (empty gold list = unanswerable)."""
-    gold_list = [g for g in golds if normalize_answer(g)] or [""]
-    em = max(exact_match(prediction, g) for g in gold_list)
-    f1 = max(f1_score(prediction, g) for g in gold_list)
-    return em, f1
+    """EM and F1 of one prediction, each the best over the gold answers (empty gold list = unanswerable).
+
+    A gold answer of punctuation alone ("-a", "~": documentation, never SQuAD dev) is compared as written
+    (:func:`literal_answer`), word by word: SQuAD's normalization would erase it and score the question as
+    unanswerable."""
+    scores = []
+    for gold in golds:
+        if normalize_answer(gold):
+            scores.append((exact_match(prediction, gold), f1_score(prediction, gold)))
+        elif words := _literal_words(gold):
+            got = _literal_words(prediction)
+            scores.append((float(got == words), _token_f1(got, words)))
+    if not scores:
+        return exact_match(prediction, ""), f1_score(prediction, "")
+    return max(em for em, _ in scores), max(f1 for _, f1 in scores)
 
 
 def evaluate_predictions(

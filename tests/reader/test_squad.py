@@ -44,6 +44,15 @@ def test_best_over_gold_answers() -> None:
     assert em == 1.0 and f1 == 1.0
 
 
+def test_answers_of_punctuation_alone_are_scored_as_written() -> None:
+    # Normalized as SQuAD answers, "-a" is "": the question would be scored as unanswerable.
+    assert score_prediction("-a", ["-a"]) == (1.0, 1.0) and score_prediction("'-a'", ["-a"]) == (1.0, 1.0)
+    assert score_prediction("", ["-a"]) == (0.0, 0.0) and score_prediction("-A", ["-a"]) == (0.0, 0.0)
+    em, f1 = score_prediction("-a, --all", ["a tilde", "-a"])
+    assert em == 0.0 and f1 == pytest.approx(2 / 3)
+    assert score_prediction("", []) == (1.0, 1.0)  # unanswerable, abstained
+
+
 def test_v2_metrics_split_has_and_no_answer(tmp_path: Path) -> None:
     data = {
         "version": "v2.0",
