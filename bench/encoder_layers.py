@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import SQUAD_DEV, emit_results, machine
 from bench.encoder_precision import recall, squad_corpus
 from spanqa.retriever.encoder import resolve_encoder_model
+from spanqa.retriever.onnx_encoder import pool
 from spanqa.settings import DEFAULT_RETRIEVER_MODEL
 
 
@@ -57,9 +58,8 @@ class Variant:
         )
         with torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).float()
-        pooled = (hidden * mask).sum(1) / mask.sum(1)
-        return torch.nn.functional.normalize(pooled, dim=-1).numpy()
+        pooled = pool(hidden.numpy(), batch["attention_mask"].numpy(), "mean")
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
 def encode_all(

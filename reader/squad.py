@@ -180,12 +180,12 @@ def score_prediction(prediction: str, golds: Iterable[str]) -> tuple[float, floa
     A gold answer of punctuation alone ("-a", "~": documentation, never SQuAD dev) is compared as written
     (:func:`literal_answer`), word by word: SQuAD's normalization would erase it and score the question as
     unanswerable."""
+    got = _literal_words(prediction)
     scores = []
     for gold in golds:
         if normalize_answer(gold):
             scores.append((exact_match(prediction, gold), f1_score(prediction, gold)))
         elif words := _literal_words(gold):
-            got = _literal_words(prediction)
             scores.append((float(got == words), _token_f1(got, words)))
     if not scores:
         return exact_match(prediction, ""), f1_score(prediction, "")

@@ -414,13 +414,16 @@ def check_questions(cache: Path, rows: list[dict[str, Any]]) -> Report:
         question = q["question"].strip()
         if not question.endswith("?") or len(question.split()) < 4:
             report.errors.append(f"{where}: not a question ({question!r})")
+        # An unanswerable question's file too: it is where a user would look the question up, and scoring
+        # reports it by that file's format.
+        text = texts.get(q["package"], q["file"])
+        if text is None:
+            report.errors.append(f"{where}: no extracted text for {q['package']}/{q['file']}")
         if q["kind"] == "unanswerable":
             _check_unanswerable(q, where, texts, report)
             report.counts["unanswerable"] += 1
             continue
-        text = texts.get(q["package"], q["file"])
         if text is None:
-            report.errors.append(f"{where}: no extracted text for {q['package']}/{q['file']}")
             continue
         answers = q["answers"]
         if not answers or not all(isinstance(a, str) and a.strip() for a in answers) or len(answers) > 3:
@@ -489,9 +492,6 @@ def _crowded(package: str, file: str, starts: list[int]) -> list[str]:
 def _check_unanswerable(q: dict[str, Any], where: str, texts: Texts, report: Report) -> None:
     if q["answers"]:
         report.errors.append(f"{where}: an unanswerable question has answers")
-    # Its file is where a user would look the question up: scoring reports it by that file's format.
-    if texts.get(q["package"], q["file"]) is None:
-        report.errors.append(f"{where}: no extracted text for {q['package']}/{q['file']}")
     terms = q.get("checked_terms") or []
     if not terms:
         report.errors.append(f"{where}: an unanswerable question lists no checked_terms")
