@@ -24,7 +24,7 @@ from spanqa.retriever.encoder import resolve_encoder_model
 
 logger = logging.getLogger(__name__)
 
-LOSSES = ("mnr", "triplet", "cosine", "softmax")
+LOSSES = ("mnr", "triplet", "cosine", "softmax", "distill")
 RECALL_AT = (1, 5, 10, 20)
 CONFIG_FILE = "retriever_train_config.json"
 FINAL_DIR = "final"
@@ -41,7 +41,11 @@ class RetrieverTrainConfig:
     Attributes:
         loss: "mnr" (multiple-negatives ranking: in-batch negatives plus the mined ones), "triplet" (a
             margin between the positive and a mined negative), "cosine" (regression of the cosine to 1 for
-            pairs, 0 for negatives) or "softmax" (classification over (u, v, |u - v|)).
+            pairs, 0 for negatives), "softmax" (classification over (u, v, |u - v|)) or "distill" (the mean
+            squared error to the embeddings ``init`` gives every question and paragraph: with
+            ``keep_layers``, a smaller model learns to embed as the whole one does).
+        keep_layers: keep only these transformer layers of ``init`` (0-based), e.g. (0, 2, 4): a shallower
+            and faster encoder of the same width; None keeps them all.
         hard_negatives: BM25-mined paragraphs per question that hold no gold answer.
         limit: train on a seeded sample of N questions (a CPU-sized subset); None: all.
         time_limit_minutes: stop (with a checkpoint) after this long; ``resume`` goes on.
@@ -65,6 +69,7 @@ class RetrieverTrainConfig:
     seed: int = 42
     device: str = "auto"
     time_limit_minutes: float | None = None
+    keep_layers: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ def training_columns(config: RetrieverTrainConfig, data: SquadRetrievalData) -> 
     """The training dataset's columns for ``config.loss`` (the column order is what the loss reads)."""
     if config.loss not in LOSSES:
         raise RetrieverTrainError(f"unknown loss {config.loss!r}: one of {', '.join(LOSSES)}")
+    if config.loss == "distill":
+        raise RetrieverTrainError("the distill loss's columns need the teacher: use distillation_columns")
     needs_negative = config.loss in ("triplet", "cosine", "softmax")
     wanted = max(config.hard_negatives, 1 if needs_negative else 0)
     negatives = mine_hard_negatives(data, wanted)
@@ -177,6 +184,32 @@ def training_columns(config: RetrieverTrainConfig, data: SquadRetrievalData) -> 
     if config.loss == "cosine":
         return {"sentence1": first, "sentence2": second, "score": [float(label) for label in labels]}
     return {"sentence1": first, "sentence2": second, "label": labels}
+
+
+def distillation_columns(teacher: Any, data: SquadRetrievalData, *, batch_size: int = 128) -> dict[str, list[Any]]:
+    """Every distinct question and paragraph of ``data`` with ``teacher``'s embedding of it as its label
+    (the columns sentence-transformers' MSELoss reads)."""
+    texts = list(dict.fromkeys([*data.questions, *data.paragraphs]))
+    vectors = teacher.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+    return {"sentence": texts, "label": [vector.tolist() for vector in vectors]}
+
+
+def keep_layers(model: Any, layers: Sequence[int]) -> None:
+    """Cut ``model`` (a SentenceTransformer over a BERT-like encoder) down to the given transformer layers,
+    in place; its config says so, so the saved model loads with that many layers.
+
+    Raises:
+        RetrieverTrainError: a layer it does not have, or none at all.
+    """
+    import torch
+
+    encoder = model[0].auto_model
+    blocks = encoder.encoder.layer
+    wanted = sorted(set(layers))
+    if not wanted or wanted[0] < 0 or wanted[-1] >= len(blocks):
+        raise RetrieverTrainError(f"--keep-layers {list(layers)}: the model has layers 0 to {len(blocks) - 1}")
+    encoder.encoder.layer = torch.nn.ModuleList([blocks[i] for i in wanted])
+    encoder.config.num_hidden_layers = len(wanted)
 
 
 def _device(name: str) -> str:
@@ -215,6 +248,8 @@ def _loss(name: str, model: Any) -> Any:
         )
     if name == "cosine":
         return losses.CosineSimilarityLoss(model)
+    if name == "distill":
+        return losses.MSELoss(model)
     return losses.SoftmaxLoss(model, model.get_sentence_embedding_dimension(), num_labels=2)
 
 
@@ -303,10 +338,15 @@ def train_retriever(config: RetrieverTrainConfig, *, resume: bool = False) -> Re
     (out / CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     device = _device(config.device)
     data = load_retrieval_data(config.train_file, limit=config.limit, seed=config.seed)
-    columns = training_columns(config, data)
+    model = load_bi_encoder(config.init, device=device, max_seq_length=config.max_seq_length)
+    if config.loss == "distill":  # the teacher is the whole model, before any layer is cut
+        columns = distillation_columns(model, data, batch_size=max(config.batch_size, 32))
+    else:
+        columns = training_columns(config, data)
+    if config.keep_layers is not None:
+        keep_layers(model, config.keep_layers)
     rows = len(next(iter(columns.values())))
     logger.info("%d training rows (%s loss) from %d questions", rows, config.loss, len(data.questions))
-    model = load_bi_encoder(config.init, device=device, max_seq_length=config.max_seq_length)
     evaluator = None
     if config.eval_file:
         evaluator = ir_evaluator(load_retrieval_data(config.eval_file), name="eval", limit=config.eval_limit)
@@ -377,7 +417,10 @@ def load_config(out_dir: str | Path) -> RetrieverTrainConfig:
     if not path.is_file():
         raise RetrieverTrainError(f"nothing to resume in {out_dir}: no {CONFIG_FILE}")
     known = {f.name for f in dataclasses.fields(RetrieverTrainConfig)}
-    return RetrieverTrainConfig(**{k: v for k, v in json.loads(path.read_text()).items() if k in known})
+    saved = {k: v for k, v in json.loads(path.read_text()).items() if k in known}
+    if saved.get("keep_layers") is not None:  # JSON gave it back as a list
+        saved["keep_layers"] = tuple(saved["keep_layers"])
+    return RetrieverTrainConfig(**saved)
 
 
 def config_with(base: RetrieverTrainConfig, **changes: Any) -> RetrieverTrainConfig:
@@ -390,7 +433,9 @@ __all__: Sequence[str] = (
     "RetrieverTrainConfig",
     "RetrieverTrainError",
     "RetrieverTrainResult",
+    "distillation_columns",
     "evaluate_retriever",
+    "keep_layers",
     "load_retrieval_data",
     "mine_hard_negatives",
     "train_retriever",

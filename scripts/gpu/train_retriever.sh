@@ -18,6 +18,11 @@
 # takes 7 to 11 minutes, as the setup took more or less of those 275 s (the log has no clock): give the
 # recipe a call of its own (timeout 600); MINUTES=7 may stop short of an epoch, and keeps what it has.
 #
+# A shallower, faster encoder for #29 (ingest speed on AVX2): LOSS=distill KEEP_LAYERS=0,2,4 trains the packaged
+# model cut to those layers to embed every question and paragraph as the whole model does (mean squared error
+# to its embeddings; no negatives are mined). Not yet run on a GPU; on the CPU, untrained, 0,2,4 encodes 2.07x
+# as fast at SQuAD recall@5 37.7 against 86.8 (bench/encoder_layers.py, AVX2), which is what it must win back.
+#
 # Ship it only when it beats the packaged model on techqa test passage@5 and SQuAD recall@1; an index made with
 # the old one is re-embedded with `spanqa reindex --retriever-model PATH` (never mixed).
 set -euo pipefail
@@ -28,7 +33,8 @@ source scripts/gpu/env.sh
 python3 -c "import datasets, bm25s, sentence_transformers"  # what the image lacks came with gpu/wheels
 python3 -m spanqa.cli retriever train --train "$INPUT/retriever-train.json" --init "${INIT:-gpu/base-encoder}" \
     --out "$WORK/run" \
-    --eval "$INPUT/squad-v1.1-dev-public.json" --eval-limit 2000 --loss mnr --hard-negatives 1 \
+    --eval "$INPUT/squad-v1.1-dev-public.json" --eval-limit 2000 --loss "${LOSS:-mnr}" --hard-negatives 1 \
+    ${KEEP_LAYERS:+--keep-layers "$KEEP_LAYERS"} \
     --epochs "${EPOCHS:-1}" --batch-size "${BATCH:-128}" --lr "${LR:-3e-5}" --max-seq-length 256 \
     --save-every 250 --device "${DEVICE:-cuda}" --time-limit "${MINUTES:-7}"
 mkdir -p "$OUT/retriever"

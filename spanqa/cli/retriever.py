@@ -23,6 +23,16 @@ def retriever_group() -> None:
     """Train and evaluate the retriever's bi-encoder."""
 
 
+def _parse_layers(value: str | None) -> tuple[int, ...] | None:
+    """``"0,2,4"`` -> ``(0, 2, 4)``; anything else is a usage error."""
+    if not value:
+        return None
+    try:
+        return tuple(int(word) for word in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a list of layer numbers such as 0,2,4") from None
+
+
 @retriever_group.command("train")
 @click.option("--train", "train_file", type=click.Path(exists=True, dir_okay=False), help="SQuAD JSON.")
 @click.option("--init", default=DEFAULT_RETRIEVER_MODEL, show_default=True, help="Model to start from.")
@@ -43,6 +53,11 @@ def retriever_group() -> None:
     default=DEFAULTS["hard_negatives"],
     show_default=True,
     help="BM25-mined paragraphs per question that hold no gold answer.",
+)
+@click.option(
+    "--keep-layers",
+    callback=lambda ctx, param, value: _parse_layers(value),
+    help="Keep only these layers of --init, e.g. 0,2,4: a shallower, faster encoder (with --loss distill).",
 )
 @click.option("--limit", type=click.IntRange(1), help="Train on a seeded sample of N questions.")
 @click.option("--max-steps", type=click.IntRange(1), help="Total optimizer steps (overrides --epochs).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -129,3 +130,44 @@ def test_recall_on_a_hand_made_corpus(tmp_path: Path, tiny_bert_dir: Path) -> No
     recalls = list(real["recall"].values())
     assert recalls == sorted(recalls) and recalls[-1] == 1.0  # 8 paragraphs: all are in the first 20
     assert real["questions"] == len(PARAGRAPHS) and 0 < real["mrr@10"] <= 1
+
+
+def test_distilling_into_fewer_layers(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    train = _squad(tmp_path / "train.json", PARAGRAPHS)
+    config = RetrieverTrainConfig(
+        train_file=str(train),
+        init=str(tiny_bert_dir),
+        out_dir=str(tmp_path / "run"),
+        loss="distill",
+        keep_layers=(1,),
+        batch_size=4,
+        lr=5e-3,
+        warmup=0,
+        max_seq_length=32,
+        max_steps=16,
+        save_every=2,
+        device="cpu",
+    )
+    result = train_retriever(config)
+    assert result.global_step == 16
+    assert sum(result.losses[-2:]) < sum(result.losses[:2])  # it moves toward the teacher's embeddings
+    student = SentenceTransformer(str(result.final), device="cpu")
+    assert student[0].auto_model.config.num_hidden_layers == 1  # saved as the smaller model it is
+    assert student.encode(["Who won?"]).shape == (1, 32)
+    assert load_config(tmp_path / "run").keep_layers == (1,)  # --resume gets the same cut
+    with pytest.raises(RetrieverTrainError, match="layers 0 to 1"):
+        train_retriever(dataclasses.replace(config, keep_layers=(0, 2), out_dir=str(tmp_path / "bad")))
+
+
+def test_distillation_columns_label_every_text_once(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    from spanqa.retriever.training import distillation_columns, load_bi_encoder
+
+    rows = [*PARAGRAPHS, PARAGRAPHS[0]]  # a repeated question and paragraph are embedded once
+    data = load_retrieval_data(_squad(tmp_path / "train.json", rows))
+    teacher = load_bi_encoder(str(tiny_bert_dir))
+    columns = distillation_columns(teacher, data)
+    assert len(columns["sentence"]) == len(set(columns["sentence"])) == 2 * len(PARAGRAPHS)
+    expected = teacher.encode([columns["sentence"][3]])[0]
+    assert columns["label"][3] == pytest.approx(expected.tolist(), abs=1e-5)
