@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,10 +93,10 @@ def test_training_columns_per_loss(tmp_path: Path, loss: str, columns: list[str]
         assert sorted(set(built[columns[-1]])) == [0, 1]  # each question with its paragraph and a negative
 
 
-def test_a_few_steps_lower_the_loss_save_a_model_and_resume(tmp_path: Path, tiny_bert_dir: Path) -> None:
-    train = _squad(tmp_path / "train.json", PARAGRAPHS)
+def _tiny_run(tmp_path: Path, tiny_bert_dir: Path, **changes: Any) -> RetrieverTrainConfig:
+    """A few CPU steps over the hand-made pairs, from the tiny model, into tmp_path/run."""
     config = RetrieverTrainConfig(
-        train_file=str(train),
+        train_file=str(_squad(tmp_path / "train.json", PARAGRAPHS)),
         init=str(tiny_bert_dir),
         out_dir=str(tmp_path / "run"),
         batch_size=4,
@@ -106,6 +107,11 @@ def test_a_few_steps_lower_the_loss_save_a_model_and_resume(tmp_path: Path, tiny
         save_every=2,
         device="cpu",
     )
+    return dataclasses.replace(config, **changes)
+
+
+def test_a_few_steps_lower_the_loss_save_a_model_and_resume(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    config = _tiny_run(tmp_path, tiny_bert_dir)
     first = train_retriever(config)
     assert first.global_step == 12 and len(first.losses) == 6
     assert sum(first.losses[-2:]) < sum(first.losses[:2])  # it learns the hand-made pairs
@@ -135,21 +141,7 @@ def test_recall_on_a_hand_made_corpus(tmp_path: Path, tiny_bert_dir: Path) -> No
 def test_distilling_into_fewer_layers(tmp_path: Path, tiny_bert_dir: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
-    train = _squad(tmp_path / "train.json", PARAGRAPHS)
-    config = RetrieverTrainConfig(
-        train_file=str(train),
-        init=str(tiny_bert_dir),
-        out_dir=str(tmp_path / "run"),
-        loss="distill",
-        keep_layers=(1,),
-        batch_size=4,
-        lr=5e-3,
-        warmup=0,
-        max_seq_length=32,
-        max_steps=16,
-        save_every=2,
-        device="cpu",
-    )
+    config = _tiny_run(tmp_path, tiny_bert_dir, loss="distill", keep_layers=(1,), max_steps=16)
     result = train_retriever(config)
     assert result.global_step == 16
     assert sum(result.losses[-2:]) < sum(result.losses[:2])  # it moves toward the teacher's embeddings
