@@ -186,7 +186,9 @@ def training_columns(config: RetrieverTrainConfig, data: SquadRetrievalData) -> 
     return {"sentence1": first, "sentence2": second, "label": labels}
 
 
-def distillation_columns(teacher: Any, data: SquadRetrievalData, *, batch_size: int = 128) -> dict[str, list[Any]]:
+def distillation_columns(
+    teacher: Any, data: SquadRetrievalData, *, batch_size: int = 128
+) -> dict[str, list[Any]]:
     """Every distinct question and paragraph of ``data`` with ``teacher``'s embedding of it as its label
     (the columns sentence-transformers' MSELoss reads)."""
     texts = list(dict.fromkeys([*data.questions, *data.paragraphs]))
@@ -207,7 +209,9 @@ def keep_layers(model: Any, layers: Sequence[int]) -> None:
     blocks = encoder.encoder.layer
     wanted = sorted(set(layers))
     if not wanted or wanted[0] < 0 or wanted[-1] >= len(blocks):
-        raise RetrieverTrainError(f"--keep-layers {list(layers)}: the model has layers 0 to {len(blocks) - 1}")
+        raise RetrieverTrainError(
+            f"--keep-layers {list(layers)}: the model has layers 0 to {len(blocks) - 1}"
+        )
     encoder.encoder.layer = torch.nn.ModuleList([blocks[i] for i in wanted])
     encoder.config.num_hidden_layers = len(wanted)
 
