@@ -9,6 +9,10 @@ the queries, exact cosine: recall@1/5/10 and MRR@10.
 
     .venv/bin/python bench/encoder_layers.py --variants 0-5 0-2 0,2,4 0,1,3,5 \
         --out bench/results/encoder-layers.json
+    .venv/bin/python bench/encoder_layers.py --variants 0-5 0,2,4 --students runs/distill-024/final
+
+``--students`` adds trained smaller encoders (``spanqa retriever train --loss distill --keep-layers ...``),
+measured the same way beside the cut ones.
 """
 
 from __future__ import annotations
@@ -40,14 +44,16 @@ def parse_layers(text: str) -> list[int]:
 class Variant:
     """The shipped encoder cut down to ``layers``; ``encode`` returns unit vectors in the texts' order."""
 
-    def __init__(self, folder: str, layers: list[int], max_length: int) -> None:
+    def __init__(self, folder: str, layers: list[int] | None, max_length: int) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModel.from_pretrained(folder).eval()
-        self.model.encoder.layer = torch.nn.ModuleList([self.model.encoder.layer[i] for i in layers])
-        self.model.config.num_hidden_layers = len(layers)
+        if layers is not None:  # None: a trained student, already as deep as it is meant to be
+            self.model.encoder.layer = torch.nn.ModuleList([self.model.encoder.layer[i] for i in layers])
+            self.model.config.num_hidden_layers = len(layers)
+        self.layers = list(range(self.model.config.num_hidden_layers)) if layers is None else layers
         self.max_length = max_length
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -83,6 +89,12 @@ def encode_all(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", nargs="+", default=["0-5", "0-2", "0,2,4", "0,1,3,5"])
+    parser.add_argument(
+        "--students",
+        nargs="*",
+        default=[],
+        help="Trained smaller encoders: the final/ folder of `spanqa retriever train --loss distill`.",
+    )
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
@@ -95,10 +107,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     folder = resolve_encoder_model(DEFAULT_RETRIEVER_MODEL)
     variants = {v: Variant(folder, parse_layers(v), args.max_length) for v in args.variants}
+    variants.update({f"student {path}": Variant(path, None, args.max_length) for path in args.students})
     paragraphs, questions, gold = squad_corpus(args.data)
     seconds, passage_vectors = encode_all(variants, paragraphs, args.batch)
     _, query_vectors = encode_all(variants, questions, args.batch)
-    full = max(variants, key=lambda v: len(parse_layers(v)))
+    full = max(variants, key=lambda v: len(variants[v].layers))
     results = {
         "machine": machine(),
         "model": DEFAULT_RETRIEVER_MODEL,
@@ -107,7 +120,7 @@ def main() -> None:
         "questions": len(questions),
         "variants": {
             name: {
-                "layers": parse_layers(name),
+                "layers": variants[name].layers,
                 "paragraphs_per_s": round(len(paragraphs) / seconds[name], 1),
                 "speedup": round(seconds[full] / seconds[name], 2),
                 **recall(passage_vectors[name], query_vectors[name], gold),
