@@ -30,6 +30,7 @@ from bench.common import SQUAD_DEV, emit_results, machine
 from bench.encoder_precision import recall, squad_corpus
 from spanqa.retriever.encoder import resolve_encoder_model
 from spanqa.retriever.onnx_encoder import pool
+from spanqa.retriever.training import keep_layers
 from spanqa.settings import DEFAULT_RETRIEVER_MODEL
 
 
@@ -45,15 +46,16 @@ class Variant:
     """The shipped encoder cut down to ``layers``; ``encode`` returns unit vectors in the texts' order."""
 
     def __init__(self, folder: str, layers: list[int] | None, max_length: int) -> None:
-        import torch
         from transformers import AutoModel, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.model = AutoModel.from_pretrained(folder).eval()
-        if layers is not None:  # None: a trained student, already as deep as it is meant to be
-            self.model.encoder.layer = torch.nn.ModuleList([self.model.encoder.layer[i] for i in layers])
-            self.model.config.num_hidden_layers = len(layers)
-        self.layers = list(range(self.model.config.num_hidden_layers)) if layers is None else layers
+        # None: a trained student, already as deep as it is meant to be.
+        self.layers = (
+            list(range(self.model.config.num_hidden_layers))
+            if layers is None
+            else keep_layers(self.model, layers)
+        )
         self.max_length = max_length
 
     def encode(self, texts: list[str]) -> np.ndarray:

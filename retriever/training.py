@@ -196,24 +196,27 @@ def distillation_columns(
     return {"sentence": texts, "label": [vector.tolist() for vector in vectors]}
 
 
-def keep_layers(model: Any, layers: Sequence[int]) -> None:
-    """Cut ``model`` (a SentenceTransformer over a BERT-like encoder) down to the given transformer layers,
-    in place; its config says so, so the saved model loads with that many layers.
+def keep_layers(encoder: Any, layers: Sequence[int]) -> list[int]:
+    """Cut ``encoder`` (a BERT-like transformers model) down to the given transformer layers, in place; its
+    config says so, so the saved model loads with that many layers.
+
+    Returns:
+        The layers kept, in order.
 
     Raises:
         RetrieverTrainError: a layer it does not have, or none at all.
     """
     import torch
 
-    encoder = model[0].auto_model
     blocks = encoder.encoder.layer
     wanted = sorted(set(layers))
     if not wanted or wanted[0] < 0 or wanted[-1] >= len(blocks):
         raise RetrieverTrainError(
-            f"--keep-layers {list(layers)}: the model has layers 0 to {len(blocks) - 1}"
+            f"cannot keep layers {list(layers)}: the model has layers 0 to {len(blocks) - 1}"
         )
     encoder.encoder.layer = torch.nn.ModuleList([blocks[i] for i in wanted])
     encoder.config.num_hidden_layers = len(wanted)
+    return wanted
 
 
 def _device(name: str) -> str:
@@ -348,7 +351,7 @@ def train_retriever(config: RetrieverTrainConfig, *, resume: bool = False) -> Re
     else:
         columns = training_columns(config, data)
     if config.keep_layers is not None:
-        keep_layers(model, config.keep_layers)
+        keep_layers(model[0].auto_model, config.keep_layers)
     rows = len(next(iter(columns.values())))
     logger.info("%d training rows (%s loss) from %d questions", rows, config.loss, len(data.questions))
     evaluator = None
