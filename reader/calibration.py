@@ -11,6 +11,7 @@ the reader. Applying it needs only numpy-free arithmetic.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -24,6 +25,8 @@ from spanqa.errors import SpanqaError
 
 #: The file beside a reader model that holds its calibrator.
 CALIBRATION_FILE = "calibration.json"
+# Where a calibrator records the digest of the reader weights it was fitted for (``weights_digest``).
+WEIGHTS_KEY = "reader_weights"
 CALIBRATION_VERSION = 1
 
 #: Products of the reader's evidence: on documentation the chance of being right is not linear in it (with
@@ -273,15 +276,45 @@ class Calibrator:
         return calibrator
 
 
-def settings_mismatch(calibrator: Calibrator, current: Mapping[str, Any]) -> list[str]:
+def settings_mismatch(
+    calibrator: Calibrator, current: Mapping[str, Any], weights: str | None = None
+) -> list[str]:
     """The settings that shape a score and differ from those the calibrator was fitted with, as
-    ``name (fitted with X, now Y)``; [] for a calibrator that recorded none."""
+    ``name (fitted with X, now Y)``; [] for a calibrator that recorded none.
+
+    Args:
+        calibrator: the calibrator.
+        current: the score settings in force (``Settings.score_settings()``).
+        weights: the reader's ``weights_digest`` now (None: unknown, not compared).
+    """
     fitted = calibrator.info.get("settings") or {}
-    return [
+    changed = [
         f"{name} (fitted with {fitted[name]!r}, now {current[name]!r})"
         for name in sorted(fitted)
         if name in current and fitted[name] != current[name]
     ]
+    fitted_weights = calibrator.info.get(WEIGHTS_KEY)
+    if fitted_weights and weights and fitted_weights != weights:
+        # The same reader name can hold retrained or averaged weights that read differently.
+        changed.append(f"the reader's weights (fitted with {fitted_weights}, now {weights})")
+    return changed
+
+
+def weights_digest(model_location: str | Path) -> str | None:
+    """The first 16 hex digits of the sha256 of a local reader's weight files (``*.safetensors``,
+    ``*.bin``), or None for a hub name or a folder without them. A calibrator records it when fitted.
+    """
+    folder = Path(model_location)
+    files = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def calibrator_for(model_location: str | Path) -> Calibrator | None:

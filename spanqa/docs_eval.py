@@ -250,6 +250,7 @@ def evaluate_docs(
         "min_score": min_score,
         "retriever_model": settings.retriever_model,
         "reader_model": settings.reader_model,
+        "reader_weights": runtime.reader_weights,
         "retrieval": settings.retrieval,
         "files_not_indexed": missing[:20],
         "files_not_indexed_count": len(missing),

@@ -346,6 +346,7 @@ def evaluate_squad(
         "passages_read": n_passages,
         "retriever_model": runtime.settings.retriever_model,
         "reader_model": runtime.settings.reader_model,
+        "reader_weights": runtime.reader_weights,
         "reader_precision": runtime.reader.loaded_precision,
         "recall": {f"@{k}": round(100.0 * recall_counts[k] / n, 2) for k in RECALL_AT},
         "reader_only": {
@@ -448,6 +449,18 @@ def write_report(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
         for record in report.per_question:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return metrics_file, questions_file
+
+
+def read_run_report(path: str | Path) -> dict[str, Any]:
+    """The metrics of a run (``report.json`` in the ``--out`` folder, or beside its ``questions.jsonl``);
+    {} when there are none to read."""
+    source = Path(path)
+    report = (source if source.is_dir() else source.parent) / "report.json"
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_questions(path: str | Path) -> list[dict[str, Any]]:

@@ -68,6 +68,8 @@ class Runtime:
         self._calibrator: Calibrator | None = None
         self._calibrator_loaded = False
         self._calibration_warned = False
+        self._reader_weights: str | None = None
+        self._reader_weights_known = False
         self._preloading: threading.Thread | None = None
 
     def preload_models(self) -> None:
@@ -220,15 +222,28 @@ class Runtime:
             self._calibrator_loaded = True
         return self._calibrator
 
+    @property
+    def reader_weights(self) -> str | None:
+        """The digest of the reader's local weights (``weights_digest``; None for a hub model), once."""
+        if not self._reader_weights_known:
+            from spanqa.reader.calibration import weights_digest
+            from spanqa.reader.model import resolve_reader_model
+
+            self._reader_weights = weights_digest(resolve_reader_model(self.settings.reader_model))
+            self._reader_weights_known = True
+        return self._reader_weights
+
     def calibration_warning(self) -> str | None:
         """Once per runtime: what the score means when the settings differ from the calibrator's."""
         calibrator = self.calibrator
         if calibrator is None or self._calibration_warned:
             return None
         self._calibration_warned = True
-        from spanqa.reader.calibration import settings_mismatch
+        from spanqa.reader.calibration import WEIGHTS_KEY, settings_mismatch
 
-        changed = settings_mismatch(calibrator, self.settings.score_settings())
+        # Hashing the weights (tens of ms) is only worth it against a calibrator that recorded them.
+        weights = self.reader_weights if calibrator.info.get(WEIGHTS_KEY) else None
+        changed = settings_mismatch(calibrator, self.settings.score_settings(), weights)
         if not changed:
             return None
         return (

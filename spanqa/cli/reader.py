@@ -339,20 +339,32 @@ def reader_calibrate(
     """Fit the score calibrator on RUNS: `eval squad --unanswerable --out` and `eval docs --out` folders (or
     their questions.jsonl), asked with the reader and retrieval settings the calibrator is for. Folds never
     split an article (SQuAD) or a file's first folder (a package of documentation) between fit and measure."""
-    from spanqa.evaluation import abstention_report, read_questions
+    from spanqa.evaluation import abstention_report, read_questions, read_run_report
     from spanqa.reader.calibration import (
         CALIBRATION_FILE,
+        WEIGHTS_KEY,
         answer_type_features,
         ece_noise_floor,
         evidence_products,
         expected_calibration_error,
         fit_calibrator,
         question_cues,
+        weights_digest,
     )
     from spanqa.reader.model import resolve_reader_model
 
     settings = settings_from(ctx)
     runs = runs + tuple(run for run in seen_runs if run not in runs)
+    weights = weights_digest(resolve_reader_model(settings.reader_model))
+    for run in runs:
+        # A calibrator fitted on another reader's answers would claim probabilities it never measured.
+        asked_with = read_run_report(run).get(WEIGHTS_KEY)
+        if asked_with and weights and asked_with != weights:
+            raise UserError(
+                f"{run} was asked with other reader weights ({asked_with}) than the reader's now "
+                f"({weights}): ask it again with this reader, or set SPANQA_READER_MODEL to the reader it "
+                "was asked with"
+            )
     records = []
     for number, run in enumerate(runs):
         weight = seen_weight if run in seen_runs else 1.0
@@ -388,6 +400,7 @@ def reader_calibrate(
             "seen_runs": list(seen_runs),
             "seen_weight": seen_weight if seen_runs else None,
             "reader_model": settings.reader_model,
+            WEIGHTS_KEY: weights,
             "questions": len(records),
             "settings": settings.score_settings(),
         },

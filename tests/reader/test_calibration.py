@@ -26,6 +26,8 @@ from spanqa.reader.calibration import (
     fit_calibrator,
     question_cues,
     reliability,
+    settings_mismatch,
+    weights_digest,
     word_share,
 )
 from spanqa.reader.decoding import SpanCandidate
@@ -63,6 +65,31 @@ def test_a_calibrator_survives_a_file_and_a_bad_file_is_one_line(tmp_path: Path)
     path.write_text("{not json")
     with pytest.raises(CalibrationError):
         Calibrator.load(path)
+
+
+def test_the_weights_digest_follows_the_bytes_and_a_calibrator_compares_it(tmp_path: Path) -> None:
+    model = tmp_path / "reader"
+    model.mkdir()
+    assert weights_digest(model) is None and weights_digest("someone/hub-reader") is None
+    (model / "model.safetensors").write_bytes(b"weights one")
+    (model / "config.json").write_text("{}")
+    first = weights_digest(model)
+    assert first is not None and len(first) == 16
+    (model / "config.json").write_text('{"changed": true}')  # not a weight
+    assert weights_digest(model) == first
+    (model / "model.safetensors").write_bytes(b"weights two")
+    second = weights_digest(model)
+    assert second not in (None, first)
+    settings = {"passages": 10}
+    info = {"settings": settings, "reader_weights": first}
+    fitted = Calibrator(("margin",), (0.0,), (1.0,), (1.0,), 0.0, info=info)
+    assert settings_mismatch(fitted, settings, first) == []
+    assert settings_mismatch(fitted, settings, None) == []  # unknown now: nothing to compare
+    [changed] = settings_mismatch(fitted, settings, second)
+    assert first in changed and second in changed and "weights" in changed
+    # A calibrator fitted before weights were recorded says nothing of them.
+    older = Calibrator(("margin",), (0.0,), (1.0,), (1.0,), 0.0, info={"settings": settings})
+    assert settings_mismatch(older, settings, second) == []
 
 
 def test_expected_calibration_error_by_hand() -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -185,3 +186,32 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
     assert info["seen_runs"] == [str(other)] and info["seen_weight"] == 0.25
     refused = CliRunner().invoke(main, [*arguments, "--seen-weight", "0"], env=env)
     assert refused.exit_code == 2 and "seen-weight" in refused.output
+
+
+def test_reader_calibrate_records_the_weights_and_refuses_a_run_of_other_weights(tmp_path: Path) -> None:
+    from spanqa.reader.calibration import WEIGHTS_KEY, Calibrator, weights_digest
+
+    rng = random.Random(5)
+    model = tmp_path / "reader"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"the weights the runs were asked with")
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = []
+    for i in range(120):
+        margin = rng.uniform(-3, 8)
+        features = {name: rng.random() for name in FEATURES} | {"margin": margin}
+        right = rng.random() < margin / 8
+        record = {"kind": "answerable", "article": f"a{i % 6}", "right": right, "features": features}
+        lines.append(json.dumps({**record, "score": 0.5}))
+    (run / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "report.json").write_text(json.dumps({WEIGHTS_KEY: weights_digest(model)}))
+    env = {"SPANQA_CONFIG": "", "SPANQA_READER_MODEL": str(model)}
+    fitted = CliRunner().invoke(main, ["reader", "calibrate", str(run), "--json"], env=env)
+    assert fitted.exit_code == 0, fitted.output
+    assert Calibrator.load(model / "calibration.json").info[WEIGHTS_KEY] == weights_digest(model)
+    # The reader's weights change (retrained, averaged): the old runs no longer describe it.
+    (model / "model.safetensors").write_bytes(b"other weights")
+    refused = CliRunner().invoke(main, ["reader", "calibrate", str(run), "--json"], env=env)
+    assert refused.exit_code == 2 and "other reader weights" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1

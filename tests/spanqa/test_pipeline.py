@@ -139,6 +139,14 @@ def test_a_calibrator_fitted_with_other_settings_warns_once(indexed: Settings) -
     [warning] = [w for w in first.warnings if "calibrated with other settings" in w]
     assert f"passages (fitted with {indexed.passages + 5}, now {indexed.passages})" in warning
     assert not any("calibrated" in w for w in second.warnings)
+    # The same settings, but weights other than those it was fitted for: the score means something else.
+    with Runtime(indexed) as runtime:
+        info = {"settings": indexed.score_settings(), "reader_weights": "0123456789abcdef"}
+        runtime._calibrator = Calibrator(FEATURES, zeros, ones, zeros, 0.0, info=info)
+        runtime._calibrator_loaded = True
+        assert runtime.reader_weights not in (None, "0123456789abcdef")
+        warning = runtime.calibration_warning()
+        assert warning is not None and "weights (fitted with 0123456789abcdef" in warning
     # The same settings: nothing to say.
     with Runtime(indexed) as runtime:
         same = Calibrator(FEATURES, zeros, ones, zeros, 0.0, info={"settings": indexed.score_settings()})
