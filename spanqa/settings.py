@@ -120,7 +120,9 @@ class Settings:
     max_question_tokens: int = 64
     max_answer_tokens: int = 30
     no_answer_threshold: float = 0.0
-    min_score: float = 0.3
+    # Chosen with the calibrator beside the shipped reader, out of fold on techqa dev and SQuAD: the threshold
+    # with the most room under the documentation issue's three goals on both (the reader's model card).
+    min_score: float = 0.22
     retriever_weight: float = 0.5
 
     passages: int = 10
