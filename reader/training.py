@@ -14,7 +14,7 @@ import random
 import shutil
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -596,25 +596,104 @@ def average_models(
     Returns:
         ``destination``.
     """
-    import torch
-    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"weight must be within [0, 1], not {weight}")
-    model = AutoModelForQuestionAnswering.from_pretrained(str(tuned), dtype=torch.float32)
-    other = AutoModelForQuestionAnswering.from_pretrained(str(base), dtype=torch.float32).state_dict()
-    state = model.state_dict()
-    mismatched = sorted(
-        name
-        for name in state.keys() | other.keys()
-        if name not in state or name not in other or state[name].shape != other[name].shape
-    )
-    if mismatched:
-        raise ValueError(f"{tuned} and {base} are not the same architecture (they differ at {mismatched[0]})")
-    with torch.no_grad():
-        for name, tensor in state.items():
-            if tensor.is_floating_point():
-                tensor.mul_(weight).add_(other[name], alpha=1.0 - weight)
+    _check_weight(weight)
+    model, tuned_state, base_state = _load_pair(tuned, base)
+    _interpolate(model, tuned_state, base_state, weight)
     if half:
         model = model.half()
     return _export(model, AutoTokenizer.from_pretrained(str(tuned)), Path(destination))
+
+
+@dataclass
+class SoupScore:
+    """A reader ``weight * tuned + (1 - weight) * base`` and its EM/F1 on each data set, never abstaining."""
+
+    weight: float
+    scores: dict[str, dict[str, float]]
+
+
+def score_soups(
+    tuned: str | Path,
+    base: str | Path,
+    weights: Sequence[float],
+    data: Mapping[str, Sequence[SquadExample]],
+    *,
+    device: str = "auto",
+) -> list[SoupScore]:
+    """EM/F1 of the readers between a fine-tuned reader and its base, built in memory one weight at a time.
+
+    What choosing an averaging weight needs (how much documentation is gained, how much SQuAD is kept) in
+    one process: on a GPU it takes seconds per weight, so a device call can score its own run.
+
+    Args:
+        tuned: the fine-tuned reader's folder.
+        base: the reader it was fine-tuned from (same architecture).
+        weights: shares of ``tuned``, each in [0, 1].
+        data: named SQuAD-format examples, each read with its gold paragraph and never abstaining (a pair
+            without an answer scores 0, as in the training history's F1 over techqa dev pairs).
+        device: "auto", "cpu" or "cuda".
+
+    Returns:
+        One ``SoupScore`` per weight, in the order given.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    for weight in weights:
+        _check_weight(weight)
+    model, tuned_state, base_state = _load_pair(tuned, base)
+    tokenizer = AutoTokenizer.from_pretrained(str(tuned))
+    target = resolve_training_device(device)
+    out: list[SoupScore] = []
+    for weight in weights:
+        model.to("cpu")
+        _interpolate(model, tuned_state, base_state, weight)
+        model.to(target).eval()
+        with torch.no_grad():
+            scores = {
+                name: {key: round(float(metrics[key]), 2) for key in ("exact_match", "f1")}
+                for name, examples in data.items()
+                for metrics in [_evaluate_in_memory(model, tokenizer, examples)]
+            }
+        out.append(SoupScore(weight, scores))
+    return out
+
+
+def _check_weight(weight: float) -> None:
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"weight must be within [0, 1], not {weight}")
+
+
+def _load_pair(tuned: str | Path, base: str | Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """``tuned`` loaded as float32, with copies of both readers' weights; a ValueError when the two are not
+    the same architecture."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering
+
+    model = AutoModelForQuestionAnswering.from_pretrained(str(tuned), dtype=torch.float32)
+    tuned_state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    base_state = AutoModelForQuestionAnswering.from_pretrained(str(base), dtype=torch.float32).state_dict()
+    mismatched = sorted(
+        name
+        for name in tuned_state.keys() | base_state.keys()
+        if name not in tuned_state
+        or name not in base_state
+        or tuned_state[name].shape != base_state[name].shape
+    )
+    if mismatched:
+        raise ValueError(f"{tuned} and {base} are not the same architecture (they differ at {mismatched[0]})")
+    return model, tuned_state, base_state
+
+
+def _interpolate(model: Any, tuned: Mapping[str, Any], base: Mapping[str, Any], weight: float) -> None:
+    """Set ``model``'s weights to ``weight * tuned + (1 - weight) * base`` (integer buffers stay tuned's)."""
+    import torch
+
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            if tensor.is_floating_point():
+                tensor.copy_(
+                    tuned[name].to(tensor.device) * weight + base[name].to(tensor.device) * (1.0 - weight)
+                )

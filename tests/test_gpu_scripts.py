@@ -33,3 +33,17 @@ def test_split_and_join_round_trip_a_model_folder(tmp_path: Path) -> None:
         check=False,
     )
     assert broken.returncode != 0 and not (tmp_path / "again").exists()
+
+
+def test_the_recipes_unpack_inputs_packed_with_gzip_or_xz(tmp_path: Path) -> None:
+    import gzip
+    import lzma
+
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "squad.json.gz").write_bytes(gzip.compress(b'{"data": "gzip"}'))
+    (tmp_path / "gpu" / "techqa.json.xz").write_bytes(lzma.compress(b'{"data": "xz"}'))
+    script = f'WORK="{tmp_path}/work"; source "{SCRIPTS / "env.sh"}"; ls "$INPUT"'
+    listed = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert sorted(listed.stdout.split()) == ["squad.json", "techqa.json"]
+    assert (tmp_path / "work" / "input" / "techqa.json").read_text() == '{"data": "xz"}'
+    assert (tmp_path / "work" / "input" / "squad.json").read_text() == '{"data": "gzip"}'

@@ -4,7 +4,7 @@
 #   bash scripts/gpu/prepare.sh reader       # then, on the device (carry: gpu): bash scripts/gpu/train_reader.sh
 #   bash scripts/gpu/prepare.sh retriever    # then, on the device (carry: gpu): bash scripts/gpu/train_retriever.sh
 #   bash scripts/gpu/prepare.sh check        # only the size check, after changing what travels
-# The big inputs travel gzipped (the recipes unpack them there); wheels of what the device lacks come from
+# The big inputs travel compressed (gzip, or xz for the reader's; the recipes unpack them there); wheels of what the device lacks come from
 # scripts/gpu/wheels.sh. SQUAD (default ../shared/datasets) is the folder of the SQuAD files.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,8 +21,11 @@ case "$recipe" in
 reader)
     .venv/bin/python "$TECHQA" trainset --split train --negatives 1 --out gpu/techqa-train.json
     .venv/bin/python "$TECHQA" trainset --split dev --negatives 1 --out gpu/techqa-dev.json
-    cp "$SQUAD/squad-v1.1-train.json" "$SQUAD/squad-v1.1-train.ambiguous-ids.txt" gpu/
-    gzip -f gpu/squad-v1.1-train.json gpu/techqa-train.json gpu/techqa-dev.json
+    # SQuAD dev too: train_reader_pair.sh scores each run's averages on it (what limits the weight shipped).
+    cp "$SQUAD/squad-v1.1-train.json" "$SQUAD/squad-v1.1-train.ambiguous-ids.txt" "$SQUAD/squad-v1.1-dev-public.json" gpu/
+    # xz, not gzip: with the reader's weights in the tree, gzip's 15 MB of inputs no longer fit the 64 MiB
+    # (xz: 11 MB).
+    xz -9 -T0 -f gpu/squad-v1.1-train.json gpu/squad-v1.1-dev-public.json gpu/techqa-train.json gpu/techqa-dev.json
     ;;
 retriever)
     .venv/bin/python "$TECHQA" trainset --negatives 0 --squad "$SQUAD/squad-v1.1-train.json" \

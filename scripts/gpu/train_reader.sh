@@ -4,7 +4,7 @@
 # read the data, score the last weights and export), weights back in files of at most 16 MB. Prepare here (no
 # GPU needed), then run on the device, then join and evaluate here on the CPU:
 #
-#   bash scripts/gpu/prepare.sh reader      # techqa train/dev pairs and SQuAD, gzipped, into gpu/ (git-ignored)
+#   bash scripts/gpu/prepare.sh reader      # techqa train/dev pairs and SQuAD, compressed, into gpu/ (git-ignored)
 #   # device (carry: gpu):  bash scripts/gpu/train_reader.sh
 #   bash scripts/gpu/join.sh $FILES_AT/reader runs/gpu-reader     # the split weights, joined and checked
 #   spanqa reader average runs/gpu-reader reader/models/spanqa-reader-minilm runs/reader-avg --weight 0.7

@@ -208,6 +208,70 @@ def reader_average(
     click.echo(f"averaged {mixed} into {path} ({_megabytes(path):.1f} MB)")
 
 
+@reader_group.command("soups")
+@click.argument("tuned", type=click.Path(exists=True, file_okay=False))
+@click.argument("base", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--weights",
+    default="0.3,0.4,0.5,0.6,0.7",
+    show_default=True,
+    help="Shares of TUNED to score, comma-separated.",
+)
+@click.option(
+    "--data",
+    "data_sets",
+    multiple=True,
+    required=True,
+    metavar="NAME=FILE",
+    help="A SQuAD-format file to score on, named (repeatable), e.g. squad=dev.json.",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions of each file.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@json_option("the scores")
+@click.pass_context
+@friendly_errors
+def reader_soups(
+    ctx: click.Context,
+    tuned: str,
+    base: str,
+    weights: str,
+    data_sets: tuple[str, ...],
+    limit: int | None,
+    device: str,
+    as_json: bool,
+) -> None:
+    """EM/F1 of the readers between TUNED and its BASE at each weight, never abstaining, in one process
+    (nothing written): what choosing `reader average --weight` needs."""
+    from spanqa.reader.squad import load_squad
+    from spanqa.reader.training import score_soups
+
+    try:
+        shares = [float(word) for word in weights.split(",") if word.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{weights!r} is not a list of numbers", param_hint="--weights") from None
+    data = {}
+    for item in data_sets:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not Path(path).is_file():
+            raise click.BadParameter(f"{item!r} is not NAME=FILE with an existing file", param_hint="--data")
+        examples = load_squad(path)
+        data[name] = examples[:limit] if limit else examples
+    try:
+        rows = score_soups(tuned, base, shares, data, device=device)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if as_json:
+        print_json([{"weight": row.weight, **row.scores} for row in rows])
+        return
+    from rich.table import Table
+
+    table = Table("weight", *(f"{name} EM / F1" for name in data))
+    for row in rows:
+        cells = (f"{row.scores[name]['exact_match']:.2f} / {row.scores[name]['f1']:.2f}" for name in data)
+        table.add_row(f"{row.weight:g}", *cells)
+    console().print(table)
+
+
 def _parse_thresholds(value: str | None) -> list[float | None]:
     """``"none,0,3.5"`` -> ``[None, 0.0, 3.5]``; a word that is neither is a usage error."""
     if not value:

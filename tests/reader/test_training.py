@@ -284,3 +284,62 @@ def test_average_interpolates_every_weight_and_refuses_another_architecture(
     assert result.exit_code == 2
     assert "not the same architecture" in result.output
     assert "Traceback" not in result.output
+
+
+def test_soups_score_each_weight_and_their_ends_are_the_two_readers(
+    tiny_qa_bert_dir: Path, tmp_path: Path
+) -> None:
+    import json
+
+    import torch
+    from click.testing import CliRunner
+    from transformers import AutoModelForQuestionAnswering
+
+    from spanqa.cli import main
+    from spanqa.reader.squad import load_squad
+    from spanqa.reader.training import _evaluate_in_memory, score_soups
+
+    tuned = AutoModelForQuestionAnswering.from_pretrained(tiny_qa_bert_dir)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for tensor in tuned.parameters():
+            tensor.add_(torch.randn_like(tensor))
+    tuned.save_pretrained(tmp_path / "tuned")
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        if (tiny_qa_bert_dir / name).is_file():
+            (tmp_path / "tuned" / name).write_bytes((tiny_qa_bert_dir / name).read_bytes())
+    examples = load_squad(FIXTURE)[:12]
+    rows = score_soups(
+        tmp_path / "tuned", tiny_qa_bert_dir, [0.0, 0.5, 1.0], {"mini": examples}, device="cpu"
+    )
+    assert [row.weight for row in rows] == [0.0, 0.5, 1.0]
+    assert all(0 <= row.scores["mini"]["f1"] <= 100 for row in rows)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_qa_bert_dir)
+    for row, folder in ((rows[0], tiny_qa_bert_dir), (rows[2], tmp_path / "tuned")):
+        alone = AutoModelForQuestionAnswering.from_pretrained(folder).eval()
+        assert row.scores["mini"]["f1"] == round(_evaluate_in_memory(alone, tokenizer, examples)["f1"], 2)
+
+    data = ["--data", f"mini={FIXTURE}", "--limit", "12", "--device", "cpu"]
+    result = CliRunner().invoke(
+        main,
+        [
+            "reader",
+            "soups",
+            str(tmp_path / "tuned"),
+            str(tiny_qa_bert_dir),
+            "--weights",
+            "0,1",
+            *data,
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [row["weight"] for row in json.loads(result.stdout)] == [0.0, 1.0]
+    assert json.loads(result.stdout)[1]["mini"] == rows[2].scores["mini"]
+    for bad in (["--weights", "0,x"], ["--weights", "1.5"], ["--data", "nofile"]):
+        refused = CliRunner().invoke(
+            main, ["reader", "soups", str(tmp_path / "tuned"), str(tiny_qa_bert_dir), *data, *bad]
+        )
+        assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
