@@ -72,3 +72,19 @@ def test_watch_registers_folders(settings: Settings, tmp_path: Path) -> None:
     assert runner.invoke(main, ["watch", str(tmp_path / "missing")], env=env).exit_code == 2
     assert runner.invoke(main, ["watch", str(tmp_path), "--remove"], env=env).exit_code == 0
     assert "no watched folders" in runner.invoke(main, ["watch"], env=env).output
+
+
+def test_a_dead_workers_task_is_looked_for_soon_after_its_visibility_timeout(settings: Settings) -> None:
+    # kombu's defaults look for expired unacknowledged tasks about every 100 s, with a 5-minute lock.
+    short = create_app(
+        settings.replace(broker_url="redis://127.0.0.1:6379/15", broker_visibility_timeout_s=4)
+    )
+    options = short.conf.broker_transport_options
+    assert options["visibility_timeout"] == 4
+    assert options["unacked_restore_interval"] * options["unacked_restore_throttle"] <= 4
+    assert options["unacked_mutex_expire"] <= 60
+    default = create_app(
+        settings.replace(broker_url="redis://127.0.0.1:6379/15")
+    ).conf.broker_transport_options
+    assert default["visibility_timeout"] == settings.broker_visibility_timeout_s
+    assert default["unacked_restore_interval"] * default["unacked_restore_throttle"] <= 10
