@@ -139,23 +139,26 @@ def test_eval_squad_unanswerable_reports_abstention_and_calibration(
     assert all(r["features"] is None or set(r["features"]) == set(FEATURES) for r in records)
 
 
-def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Path) -> None:
-    import random
-
-    from spanqa.reader.calibration import Calibrator
-
-    rng = random.Random(3)
-    run = tmp_path / "run"
+def write_synthetic_run(run: Path, questions: int, seed: int, unanswerable_every: int = 0) -> None:
+    """A run's questions.jsonl whose answers are right more often the larger their margin."""
+    rng = random.Random(seed)
     run.mkdir()
     lines = []
-    for i in range(200):
+    for i in range(questions):
         margin = rng.uniform(-3, 8)
         features = {name: rng.random() for name in FEATURES} | {"margin": margin}
-        kind = "answerable" if i % 5 else "cut_paragraph"
+        kind = "cut_paragraph" if unanswerable_every and i % unanswerable_every == 0 else "answerable"
         right = kind == "answerable" and rng.random() < margin / 8
         record = {"kind": kind, "article": f"a{i % 7}", "right": right, "score": 0.5, "features": features}
         lines.append(json.dumps(record))
     (run / "questions.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Path) -> None:
+    from spanqa.reader.calibration import Calibrator
+
+    run = tmp_path / "run"
+    write_synthetic_run(run, 200, seed=3, unanswerable_every=5)
     env = {"SPANQA_CONFIG": "", "SPANQA_READER_MODEL": "someone/hub-reader"}
     refused = CliRunner().invoke(main, ["reader", "calibrate", str(run)], env=env)
     assert refused.exit_code == 2 and "--out" in refused.output and not Path("someone").exists()
@@ -191,20 +194,11 @@ def test_reader_calibrate_fits_a_run_and_needs_out_for_a_hub_reader(tmp_path: Pa
 def test_reader_calibrate_records_the_weights_and_refuses_a_run_of_other_weights(tmp_path: Path) -> None:
     from spanqa.reader.calibration import WEIGHTS_KEY, Calibrator, weights_digest
 
-    rng = random.Random(5)
     model = tmp_path / "reader"
     model.mkdir()
     (model / "model.safetensors").write_bytes(b"the weights the runs were asked with")
     run = tmp_path / "run"
-    run.mkdir()
-    lines = []
-    for i in range(120):
-        margin = rng.uniform(-3, 8)
-        features = {name: rng.random() for name in FEATURES} | {"margin": margin}
-        right = rng.random() < margin / 8
-        record = {"kind": "answerable", "article": f"a{i % 6}", "right": right, "features": features}
-        lines.append(json.dumps({**record, "score": 0.5}))
-    (run / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    write_synthetic_run(run, 120, seed=5)
     (run / "report.json").write_text(json.dumps({WEIGHTS_KEY: weights_digest(model)}))
     env = {"SPANQA_CONFIG": "", "SPANQA_READER_MODEL": str(model)}
     fitted = CliRunner().invoke(main, ["reader", "calibrate", str(run), "--json"], env=env)
