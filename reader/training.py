@@ -646,11 +646,13 @@ def score_soups(
     model, tuned_state, base_state = _load_pair(tuned, base)
     tokenizer = AutoTokenizer.from_pretrained(str(tuned))
     target = resolve_training_device(device)
+    # Both readers' weights move to the device once; each weight's mix is then made there.
+    model.to(target).eval()
+    tuned_state = {name: tensor.to(target) for name, tensor in tuned_state.items()}
+    base_state = {name: tensor.to(target) for name, tensor in base_state.items()}
     out: list[SoupScore] = []
     for weight in weights:
-        model.to("cpu")
         _interpolate(model, tuned_state, base_state, weight)
-        model.to(target).eval()
         with torch.no_grad():
             scores = {
                 name: {key: round(float(metrics[key]), 2) for key in ("exact_match", "f1")}

@@ -31,7 +31,7 @@ from xml.sax.saxutils import escape
 from spanqa import pipeline
 from spanqa.errors import first_line
 from spanqa.evaluation import EvalReport, EvaluationError, contains_answer, percentiles
-from spanqa.reader.calibration import ece_noise_floor, expected_calibration_error, reliability
+from spanqa.reader.calibration import WEIGHTS_KEY, ece_noise_floor, expected_calibration_error, reliability
 from spanqa.reader.squad import answer_matches
 from spanqa.runtime import Runtime
 from spanqa.types import AskOptions, Document, Passage, SearchOptions
@@ -250,7 +250,7 @@ def evaluate_docs(
         "min_score": min_score,
         "retriever_model": settings.retriever_model,
         "reader_model": settings.reader_model,
-        "reader_weights": runtime.reader_weights,
+        WEIGHTS_KEY: runtime.reader_weights,
         "retrieval": settings.retrieval,
         "files_not_indexed": missing[:20],
         "files_not_indexed_count": len(missing),

@@ -17,7 +17,7 @@ from typing import Any
 
 from spanqa import pipeline
 from spanqa.errors import SpanqaError, first_line
-from spanqa.reader.calibration import expected_calibration_error
+from spanqa.reader.calibration import WEIGHTS_KEY, expected_calibration_error
 from spanqa.reader.squad import (
     SquadExample,
     evaluate_predictions,
@@ -346,7 +346,7 @@ def evaluate_squad(
         "passages_read": n_passages,
         "retriever_model": runtime.settings.retriever_model,
         "reader_model": runtime.settings.reader_model,
-        "reader_weights": runtime.reader_weights,
+        WEIGHTS_KEY: runtime.reader_weights,
         "reader_precision": runtime.reader.loaded_precision,
         "recall": {f"@{k}": round(100.0 * recall_counts[k] / n, 2) for k in RECALL_AT},
         "reader_only": {
