@@ -47,3 +47,40 @@ def test_the_recipes_unpack_inputs_packed_with_gzip_or_xz(tmp_path: Path) -> Non
     assert sorted(listed.stdout.split()) == ["squad.json", "techqa.json"]
     assert (tmp_path / "work" / "input" / "techqa.json").read_text() == '{"data": "xz"}'
     assert (tmp_path / "work" / "input" / "squad.json").read_text() == '{"data": "gzip"}'
+
+
+def test_the_reader_recipe_starts_from_the_float16_copy_when_the_weights_stayed_behind(
+    tmp_path: Path,
+) -> None:
+    import sys
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    init = tmp_path / "gpu" / "reader-init"
+    init.mkdir(parents=True)
+    (init / "config.json").write_text('{"model_type": "bert"}')
+    weight = torch.randn(4, 3)
+    save_file({"w": weight.half(), "ids": torch.arange(3)}, str(init / "model.safetensors"))
+    # The device's python3 holds torch; here, the test's own interpreter does.
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    script = f'WORK="{tmp_path}/work"; source "{SCRIPTS / "env.sh"}"; echo "$READER_INIT"'
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PATH": path},
+    )
+    assert done.stdout.strip() == f"{tmp_path}/work/reader-init"
+    widened = load_file(str(tmp_path / "work" / "reader-init" / "model.safetensors"))
+    assert widened["w"].dtype == torch.float32 and torch.equal(widened["w"], weight.half().float())
+    assert torch.equal(widened["ids"], torch.arange(3))
+    assert (tmp_path / "work" / "reader-init" / "config.json").read_text() == '{"model_type": "bert"}'
+    # The shipped float32 weights, where they travelled, are what the recipe starts from.
+    shipped = tmp_path / "reader" / "models" / "spanqa-reader-minilm"
+    shipped.mkdir(parents=True)
+    (shipped / "model.safetensors").write_bytes(b"")
+    again = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert again.stdout.strip() == "reader/models/spanqa-reader-minilm"
