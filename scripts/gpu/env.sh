@@ -24,23 +24,3 @@ else
     export PYTHONPATH=$PWD
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-# The reader the recipes start from: the shipped weights where they travelled, else the float16 copy that
-# `prepare.sh reader` leaves in gpu/reader-init (half the size, for a call whose data would not fit beside the
-# float32 file), widened back to float32 into $WORK/reader-init.
-READER_INIT=reader/models/spanqa-reader-minilm
-if [ ! -f "$READER_INIT/model.safetensors" ] && [ -f gpu/reader-init/model.safetensors ]; then
-    mkdir -p "$WORK/reader-init"
-    cp gpu/reader-init/*.json "$WORK/reader-init/"
-    python3 - gpu/reader-init/model.safetensors "$WORK/reader-init/model.safetensors" <<'PY'
-import sys
-
-import torch
-from safetensors.torch import load_file, save_file
-
-tensors = load_file(sys.argv[1])
-save_file({k: v.to(torch.float32) if v.is_floating_point() else v for k, v in tensors.items()}, sys.argv[2],
-          metadata={"format": "pt"})
-PY
-    READER_INIT=$WORK/reader-init
-fi
-export READER_INIT

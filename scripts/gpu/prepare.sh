@@ -49,11 +49,9 @@ check) ;;
 esac
 weights=reader/models/spanqa-reader-minilm/model.safetensors
 restore="git reset -q $weights && sed -i \"\\|^/$weights\$|d\" .git/info/exclude"
-leave="git rm --cached -q $weights && echo /$weights >> .git/info/exclude"
-if [ "$recipe" = reader ] && [ ! -f gpu/reader-init/model.safetensors ] \
-    && ! git ls-files --error-unmatch "$weights" >/dev/null 2>&1; then
-    echo "the reader's weights ($weights) are left out of git's index and gpu/reader-init holds no copy:" >&2
-    echo "the recipe would have no reader to start from; put them back with '$restore'" >&2
+if [ "$recipe" = reader ] && ! git ls-files --error-unmatch "$weights" >/dev/null 2>&1; then
+    echo "the reader's weights ($weights) are left out of git's index: they are the recipe's starting point;" >&2
+    echo "put them back with '$restore'" >&2
     exit 1
 fi
 # What travels: the files git tracks and the untracked ones it does not ignore, and gpu/.
@@ -63,28 +61,9 @@ total=$((tree + carried))
 echo "travels: $((tree / 1048576)) MiB of the tree + $((carried / 1048576)) MiB of gpu/ = $((total / 1048576)) MiB (limit 64)"
 if [ "$total" -gt "$LIMIT" ]; then
     echo "too big for one call." >&2
-    if [ "$recipe" = reader ] && git ls-files --error-unmatch "$weights" >/dev/null 2>&1; then
-        # The reader to start from, in float16: 22 MB where the float32 file in the tree takes 45; env.sh
-        # widens it back to float32 on the device when the tree's copy stayed behind.
-        mkdir -p gpu/reader-init
-        cp reader/models/spanqa-reader-minilm/*.json gpu/reader-init/
-        .venv/bin/python - "$weights" gpu/reader-init/model.safetensors <<'PY'
-import sys
-
-import torch
-from safetensors.torch import load_file, save_file
-
-tensors = load_file(sys.argv[1])
-save_file({k: v.to(torch.float16) if v.is_floating_point() else v for k, v in tensors.items()}, sys.argv[2],
-          metadata={"format": "pt"})
-PY
-        echo "gpu/reader-init now holds the reader to start from in float16 ($(du -sm gpu/reader-init | cut -f1) MiB)." >&2
-    fi
-    if git ls-files --error-unmatch "$weights" >/dev/null 2>&1 \
-        && { [ "$recipe" = retriever ] || [ -f gpu/reader-init/model.safetensors ]; }; then
-        # The retriever recipe never reads the reader; the reader's starts from the float16 copy.
-        echo "The reader's float32 weights need not travel: leave them out of the call with" >&2
-        echo "'$leave', then run" >&2
+    if [ "$recipe" != reader ]; then
+        echo "The retriever recipe does not read the reader's weights: leave them out of the call with" >&2
+        echo "'git rm --cached -q $weights && echo /$weights >> .git/info/exclude', then run" >&2
         echo "'bash scripts/gpu/prepare.sh check'; after the call put them back with '$restore'." >&2
     fi
     exit 1

@@ -24,7 +24,7 @@ for _ in $(seq "${TECHQA_REPEAT:-4}"); do techqa+=(--train "$INPUT/techqa-train.
 python3 -m spanqa.cli reader train \
     --train "$INPUT/squad-v1.1-train.json" "${techqa[@]}" \
     --exclude-ids gpu/squad-v1.1-train.ambiguous-ids.txt \
-    --init "$READER_INIT" --out "$WORK/run" \
+    --init reader/models/spanqa-reader-minilm --out "$WORK/run" \
     --eval "$INPUT/techqa-dev.json" --eval-limit 2000 \
     --max-seq-length 384 --stride 128 --epochs "${EPOCHS:-3}" --batch-size "${BATCH:-64}" \
     --lr "${LR:-5e-5}" --warmup 0.06 --save-every 400 --negatives 0.2 --seed "${SEED:-45}" --device "${DEVICE:-cuda}" \

@@ -54,11 +54,8 @@ if [ -n "$SOUPS" ]; then
     for name in A B; do
         input=/tmp/run$name/input
         if [ -d "/tmp/run$name/export" ] && [ -f "$input/squad-v1.1-dev-public.json" ]; then
-            # The reader the run started from (env.sh: the shipped one, or its float32 copy from gpu/reader-init).
-            base=reader/models/spanqa-reader-minilm
-            if [ -d "/tmp/run$name/reader-init" ]; then base=/tmp/run$name/reader-init; fi
             timeout "${SOUPS_SECONDS:-100}" python3 -m spanqa.cli reader soups "/tmp/run$name/export" \
-                "$base" --weights "$SOUPS" --device "${DEVICE:-cuda}" --json \
+                reader/models/spanqa-reader-minilm --weights "$SOUPS" --device "${DEVICE:-cuda}" --json \
                 --data "squad=$input/squad-v1.1-dev-public.json" --data "techqa-dev=$input/techqa-dev.json" \
                 >"$OUT/soups-$name.json" 2>"$OUT/soups-$name.log" &
         fi
