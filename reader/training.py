@@ -653,12 +653,11 @@ def score_soups(
     out: list[SoupScore] = []
     for weight in weights:
         _interpolate(model, tuned_state, base_state, weight)
+        scores: dict[str, dict[str, float]] = {}
         with torch.no_grad():
-            scores = {
-                name: {key: round(float(metrics[key]), 2) for key in ("exact_match", "f1")}
-                for name, examples in data.items()
-                for metrics in [_evaluate_in_memory(model, tokenizer, examples)]
-            }
+            for name, examples in data.items():
+                metrics = _evaluate_in_memory(model, tokenizer, examples)
+                scores[name] = {key: round(float(metrics[key]), 2) for key in ("exact_match", "f1")}
         out.append(SoupScore(weight, scores))
     return out
 
